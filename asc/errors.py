@@ -1,0 +1,32 @@
+"""Domain errors whose messages name the fix.
+
+Every error the backend raises on purpose derives from :class:`AscError`, so the CLI and the pages
+can show ``str(error)`` as one clear line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AscError", "UnknownModelError", "ModelLoadError", "InputError", "CorpusError"]
+
+
+class AscError(Exception):
+    """Base class: the message is meant for the user and says what to do."""
+
+
+class UnknownModelError(AscError, KeyError):
+    """A model name that is neither embedded, a local path nor a plausible Hugging Face id."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ModelLoadError(AscError):
+    """The model was found but could not be loaded (missing package, no network, bad files)."""
+
+
+class InputError(AscError, ValueError):
+    """Source text or a file the user gave cannot be analysed as it is."""
+
+
+class CorpusError(AscError, ValueError):
+    """A corpus spec that names nothing loadable, or a run folder that does not match."""

