@@ -30,7 +30,7 @@ test: setup lint
 	$(PY) -m pytest -q
 
 bench: setup
-	$(PY) benchmarks/bench_pipeline.py
+	PYTHONPATH=. $(PY) benchmarks/bench_pipeline.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

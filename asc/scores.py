@@ -130,22 +130,19 @@ def _stats(logits, targets, k: int):
     return (tgt - lse), entropy, rank, top_i, torch.exp(top_v - lse[:, None])
 
 
-def _forward_rows(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]], k: int):
-    """Run the model on rows of (ids, first scored position) and return per-row stats for positions
-    first..len-1 (predictions of those tokens come from logits at position-1). Rows are right-padded
-    and split into micro-batches that keep the logits under the memory budget."""
+def _batches(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]]):
+    """Yield ``(row numbers, input_ids, attention_mask)`` micro-batches: rows sorted by length,
+    right-padded, as many per batch as keep the fp32 logits under the memory budget."""
     import torch
 
-    vocab = bundle.model.config.get_text_config().vocab_size if hasattr(bundle.model.config, "get_text_config") \
-        else bundle.model.config.vocab_size
+    cfg = bundle.model.config
+    vocab = (cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg).vocab_size
     pad = bundle.tokenizer.pad_token_id if bundle.tokenizer.pad_token_id is not None else 0
-    out: list = [None] * len(rows)
     order = sorted(range(len(rows)), key=lambda r: -len(rows[r][0]))
     i = 0
     while i < len(order):
         longest = len(rows[order[i]][0])
-        per_row = max(1, longest * vocab * 4)
-        take = max(1, min(len(order) - i, _LOGIT_BUDGET // per_row))
+        take = max(1, min(len(order) - i, _LOGIT_BUDGET // max(1, longest * vocab * 4)))
         chunk = order[i : i + take]
         ids = torch.full((len(chunk), longest), pad, dtype=torch.long)
         mask = torch.zeros((len(chunk), longest), dtype=torch.long)
@@ -153,17 +150,25 @@ def _forward_rows(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]], k: in
             seq = rows[r][0]
             ids[j, : len(seq)] = torch.from_numpy(seq)
             mask[j, : len(seq)] = 1
+        yield chunk, ids, mask
+        i += take
+
+
+def _forward_rows(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]], k: int):
+    """Run the model on rows of (ids, first scored position) and return per-row stats for positions
+    first..len-1 (the prediction of token i comes from the logits at position i-1)."""
+    import torch
+
+    out: list = [None] * len(rows)
+    for chunk, ids, mask in _batches(bundle, rows):
         with torch.inference_mode():
             logits = bundle.model(input_ids=ids, attention_mask=mask, use_cache=False).logits
-        for j, r in enumerate(chunk):
-            seq, first = rows[r]
-            if len(seq) <= first:
-                out[r] = None
-                continue
-            sl = logits[j, first - 1 : len(seq) - 1].float()
-            out[r] = [t.numpy() for t in _stats(sl, ids[j, first : len(seq)], k)]
+            for j, r in enumerate(chunk):
+                seq, first = rows[r]
+                if len(seq) > first:
+                    sl = logits[j, first - 1 : len(seq) - 1].float()
+                    out[r] = [t.numpy() for t in _stats(sl, ids[j, first : len(seq)], k)]
         del logits
-        i += take
     return out
 
 

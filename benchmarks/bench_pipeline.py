@@ -1,0 +1,96 @@
+"""`make bench`: what AsC-Eval costs on top of the model's own forward passes, measured in one run.
+
+On the same snippets and the same padded micro-batches, times (a) the bare forward passes of the
+model and (b) the whole AsC-Eval pipeline (tokenize, forward, next-token statistics, parse, align,
+aggregate), interleaved over several rounds to share the machine's noise, and prints the overhead
+ratio (b)/(a) and tokens/s. Target: ratio <= 1.10. Also times one 60-line function from source
+text to Explanation (the inspector's latency). Figures go in the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--snippets", type=int, default=24)
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from asc.corpus import load_corpus
+    from asc.explain import explain, explain_many
+    from asc.models import load_model
+    from asc.scores import _batches, _encode, _plan_windows
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    bundle = load_model(args.model)
+    snippets = [s.source for s in load_corpus("algorithms", limit=args.snippets, min_lines=10, max_lines=60)]
+    chunks = [snippets[i : i + args.batch_size] for i in range(0, len(snippets), args.batch_size)]
+    window = min(bundle.context_length, 2048)
+
+    def bare() -> None:  # the model alone, on the batches the pipeline builds
+        for chunk in chunks:
+            rows = []
+            for src in chunk:
+                ids = _encode(bundle, src)[0]
+                rows += [(ids[b:e], f - b) for b, f, e in _plan_windows(len(ids), window)]
+            batches = list(_batches(bundle, rows))
+            t0 = time.perf_counter()
+            with torch.inference_mode():
+                for _, ids, mask in batches:
+                    bundle.model(input_ids=ids, attention_mask=mask, use_cache=False)
+            timings["bare"][-1] += time.perf_counter() - t0
+
+    def pipeline() -> None:
+        t0 = time.perf_counter()
+        for chunk in chunks:
+            explain_many(bundle, chunk)
+        timings["pipeline"][-1] += time.perf_counter() - t0
+
+    n_tokens = sum(len(_encode(bundle, s)[0]) for s in snippets)
+    timings: dict[str, list[float]] = {"bare": [0.0], "pipeline": [0.0]}
+    pipeline()  # warm-up: first-call caches (vocabulary table, parsers, allocator)
+    bare()
+    timings = {"bare": [], "pipeline": []}
+    for r in range(args.rounds):
+        order = (bare, pipeline) if r % 2 == 0 else (pipeline, bare)
+        for fn in order:
+            timings["bare" if fn is bare else "pipeline"].append(0.0)
+            fn()
+    b, p = statistics.median(timings["bare"]), statistics.median(timings["pipeline"])
+
+    sixty = next(s.source for s in load_corpus("algorithms", min_lines=55, max_lines=60))
+    explain(bundle, sixty)
+    lat = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        ex = explain(bundle, sixty)
+        lat.append(time.perf_counter() - t0)
+
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads "
+          f"{torch.get_num_threads()}; model {bundle.name} ({bundle.n_params / 1e6:.0f}M params)")
+    print(f"corpus: {len(snippets)} algorithms functions, {n_tokens} tokens, batch size {args.batch_size}, "
+          f"{args.rounds} interleaved rounds (medians)")
+    print(f"bare forward passes : {b:7.2f} s  {n_tokens / b:7.0f} tokens/s")
+    print(f"AsC-Eval pipeline   : {p:7.2f} s  {n_tokens / p:7.0f} tokens/s")
+    print(f"overhead ratio      : {p / b:7.3f}  (target <= 1.10)")
+    print(f"one {sixty.count(chr(10))}-line function ({ex.scores.n_tokens} tokens), source -> Explanation: "
+          f"{statistics.median(lat) * 1000:.0f} ms (median of 3)")
+
+
+if __name__ == "__main__":
+    main()
