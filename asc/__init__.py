@@ -1,1 +1,29 @@
-"""AsC Studio backend: AsC-Eval (next-token scores aligned to the tree-sitter AST), importable without Streamlit."""
+"""AsC Studio backend: AsC-Eval (next-token scores aligned to the tree-sitter AST), importable without Streamlit.
+
+    >>> from asc import load_model, explain
+    >>> bundle = load_model("smollm2-135m")
+    >>> ex = explain(bundle, "def f(x):\\n    return x + 1\\n")
+    >>> ex.category_values["Scope"], ex.loss
+
+Importing ``asc`` loads no model and no heavy library; torch and transformers are imported when a
+model is loaded.
+"""
+
+from .align import Alignment, AlignOptions, align
+from .concepts import AGGREGATES, CategoryMap, aggregate_segments, bootstrap_median, load_categories
+from .corpus import BUILTIN_CORPORA, Snippet, extract_functions, load_corpus
+from .errors import AscError, CorpusError, InputError, ModelLoadError, UnknownModelError
+from .explain import Explanation, explain, explain_many, explain_scored
+from .models import DEFAULT_MODEL, EMBEDDED, ModelBundle, load_model, tiny_random_model
+from .runs import RunData, category_table, load_run, run_corpus
+from .scores import TokenScores, score_ids, score_text, score_texts
+from .syntax import LANGUAGES, SyntaxTree, parse
+
+__all__ = [
+    "AGGREGATES", "BUILTIN_CORPORA", "DEFAULT_MODEL", "EMBEDDED", "LANGUAGES",
+    "AlignOptions", "Alignment", "AscError", "CategoryMap", "CorpusError", "Explanation", "InputError",
+    "ModelBundle", "ModelLoadError", "RunData", "Snippet", "SyntaxTree", "TokenScores", "UnknownModelError",
+    "aggregate_segments", "align", "bootstrap_median", "category_table", "explain", "explain_many",
+    "explain_scored", "extract_functions", "load_categories", "load_corpus", "load_model", "load_run", "parse",
+    "run_corpus", "score_ids", "score_text", "score_texts", "tiny_random_model",
+]

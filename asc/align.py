@@ -132,8 +132,11 @@ def align(tree: SyntaxTree, start: np.ndarray, end: np.ndarray, special: np.ndar
     if options.zero_width == "next_token":
         zero = np.flatnonzero(ne == ns)
         if len(zero) and len(tok):
-            # the token containing the position, else the first token after it
-            k = np.minimum(np.searchsorted(te, ns[zero], side="right"), len(tok) - 1)
+            # the token ending after the position (the one containing it, else the next one), the
+            # earliest such by end; at the very end of the text, the last token. Order-independent.
+            pos = ns[zero][:, None]
+            after = np.where(te[None, :] > pos, te[None, :], np.iinfo(np.int64).max)
+            k = np.where(after.min(axis=1) < np.iinfo(np.int64).max, after.argmin(axis=1), np.argmax(te))
             node_of = np.concatenate([node_of, zero])
             token_of = np.concatenate([token_of, tok[k]])
 

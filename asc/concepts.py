@@ -26,7 +26,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["AGGREGATES", "CategoryMap", "load_categories", "aggregate_segments", "bootstrap_median",
+__all__ = ["AGGREGATES", "CategoryMap", "load_categories", "aggregate_segments", "bootstrap_median", "check_aggregate",
            "GLOBAL"]
 
 AGGREGATES = ("median", "mean", "max")
@@ -64,9 +64,14 @@ def _load(language: str, path: str) -> CategoryMap:
         raise InputError(f"no category mapping at {path}; shipped mappings: {shipped}") from None
     except json.JSONDecodeError as err:
         raise InputError(f"category mapping {path} is not valid JSON: {err}") from None
-    cats = data.get("categories")
-    if not isinstance(cats, dict) or not all(isinstance(v, list) for v in cats.values()):
-        raise InputError(f"category mapping {path}: 'categories' must map category names to lists of node types")
+    cats = data.get("categories") if isinstance(data, dict) else None
+    if not isinstance(cats, dict) or not all(
+            isinstance(v, list) and all(isinstance(t, str) for t in v) for v in cats.values()):
+        raise InputError(f"category mapping {path}: needs an object whose 'categories' maps each category name "
+                         "to a list of node type names (strings); see assets/categories/python.json")
+    causal = data.get("causal_concepts", [])
+    if not isinstance(causal, list) or not all(isinstance(t, str) for t in causal):
+        raise InputError(f"category mapping {path}: 'causal_concepts' must be a list of node type names")
     mapping: dict[str, str] = {}
     for cat, types in cats.items():
         for t in types:
@@ -74,7 +79,7 @@ def _load(language: str, path: str) -> CategoryMap:
                 raise InputError(f"category mapping {path}: node type {t!r} is in both {mapping[t]!r} and {cat!r}")
             mapping[t] = cat
     return CategoryMap(language=data.get("language", language), categories=tuple(cats), type_to_category=mapping,
-                       causal_concepts=tuple(data.get("causal_concepts", ())))
+                       causal_concepts=tuple(causal))
 
 
 def check_aggregate(name: str) -> str:

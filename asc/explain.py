@@ -18,7 +18,7 @@ from .concepts import CategoryMap, aggregate_segments, check_aggregate, load_cat
 from .errors import InputError
 from .models import ModelBundle
 from .scores import TokenScores, score_texts
-from .syntax import SyntaxTree, parse
+from .syntax import SyntaxTree, encode_source, parse
 
 __all__ = ["Explanation", "explain", "explain_many", "explain_scored", "check_source"]
 
@@ -124,8 +124,8 @@ class Explanation:
 
 
 def check_source(source: str) -> str:
-    if not isinstance(source, str):
-        raise InputError("source must be text (str); decode bytes as UTF-8 first")
+    """The snippet itself, or an :class:`InputError` (not text, invalid Unicode, empty)."""
+    encode_source(source)
     if not source.strip():
         raise InputError("the snippet is empty: paste or load some code first")
     return source

@@ -124,7 +124,7 @@ def _stats(logits, targets, k: int):
     lse = torch.logsumexp(logits, dim=-1)
     tgt = logits.gather(1, targets[:, None])[:, 0]
     probs = torch.exp(logits - lse[:, None])
-    entropy = lse - (probs * logits).sum(-1)
+    entropy = lse - torch.nansum(probs * logits, -1)  # nansum: 0 * -inf (masked vocabulary) counts as 0
     rank = (logits > tgt[:, None]).sum(-1) + 1
     top_v, top_i = logits.topk(k, dim=-1)
     return (tgt - lse), entropy, rank, top_i, torch.exp(top_v - lse[:, None])

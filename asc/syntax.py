@@ -7,7 +7,8 @@ other; every other module works in characters (``start``/``end``) and only names
 which is wrong on any line with non-ASCII text before the node; reference.md section 2.)
 
 Nodes are numbered in pre-order (a parent before its children, children in source order), so
-``parent[i] < i`` for every non-root node and the root is node 0. Syntax errors are data: the
+``parent[i] < i`` for every non-root node and the root is node 0. The root spans the whole source
+(tree-sitter would start it after leading blank lines). Syntax errors are data: the
 tree keeps ``ERROR`` nodes (``is_error``) and zero-width ``MISSING`` nodes (``is_missing``).
 """
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["LANGUAGES", "SyntaxTree", "parse", "byte_to_char", "get_parser"]
+__all__ = ["LANGUAGES", "SyntaxTree", "parse", "byte_to_char", "encode_source", "get_parser"]
 
 #: Languages with a grammar wheel from the tree-sitter org (see README: why not tree-sitter-languages).
 LANGUAGES = ("python", "java")
@@ -112,11 +113,21 @@ class SyntaxTree:
         return np.flatnonzero(self.parent == i)
 
 
-def parse(source: str, language: str = "python") -> SyntaxTree:
-    """Parse ``source`` with tree-sitter and return the flat node table. Never raises on syntax errors."""
+def encode_source(source: str) -> bytes:
+    """UTF-8 bytes of ``source``, or an :class:`InputError` naming the fix (not text, lone surrogates)."""
     if not isinstance(source, str):
         raise InputError("source must be text (str); decode bytes as UTF-8 first")
-    tree = get_parser(language).parse(source.encode("utf-8"))
+    try:
+        return source.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InputError(f"the text has a character that is not valid Unicode at position {err.start} "
+                         "(a lone surrogate); remove it or re-decode the file as UTF-8") from None
+
+
+def parse(source: str, language: str = "python") -> SyntaxTree:
+    """Parse ``source`` with tree-sitter and return the flat node table. Never raises on syntax errors."""
+    data = encode_source(source)
+    tree = get_parser(language).parse(data)
     types: list[str] = []
     rows: list[tuple[int, int, int, int, bool, bool, bool]] = []
     # iterative pre-order walk with a cursor: fast, no recursion limit on deep trees
@@ -148,8 +159,11 @@ def parse(source: str, language: str = "python") -> SyntaxTree:
             continue
         break
     arr = np.array([r[:4] for r in rows], dtype=np.int64).reshape(-1, 4)
+    # tree-sitter starts the root after leading blank lines; the root covers the whole snippet so that
+    # every token counts for it (the paper binds newline/indent tokens to the enclosing module)
+    arr[0, 0], arr[0, 1] = 0, max(int(arr[0, 1]), len(data))
     flags = np.array([r[4:7] for r in rows], dtype=bool).reshape(-1, 3)
-    b2c = byte_to_char(source)
+    b2c = byte_to_char(source)  # the one byte->char conversion
     return SyntaxTree(
         source=source,
         language=language,
