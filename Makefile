@@ -8,7 +8,7 @@ PORT ?= 8501
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: app test lint bench setup clean
+.PHONY: app test lint bench setup browser clean
 
 setup: $(STAMP)
 
@@ -26,7 +26,13 @@ app: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 
-test: setup lint
+# Debian's chromium for the end-to-end browser test (never `playwright install`: no downloads here)
+browser:
+	@test -x /usr/bin/chromium || { if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium is missing and we are not root: the browser test will be skipped"; fi; }
+
+test: setup browser lint
 	$(PY) -m pytest -q
 
 bench: setup

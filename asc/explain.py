@@ -123,6 +123,19 @@ class Explanation:
         })
 
 
+    def weakest_nodes(self, k: int = 5, named_only: bool = True):
+        """The ``k`` nodes with the lowest value (named nodes by default; ties broken by source order)."""
+        nodes = self.node_frame()
+        nodes = nodes[nodes["value"].notna() & (nodes["named"] | (not named_only))]
+        nodes = nodes.sort_values(["value", "start"], kind="stable").head(k).copy()
+        nodes["text"] = [self.source[a:b] for a, b in zip(nodes["start"], nodes["end"])]
+        return nodes[["id", "type", "category", "value", "n_tokens", "text"]]
+
+    def node_tokens(self, node: int):
+        """The tokens bound to ``node`` with their scores (a slice of :meth:`token_frame`)."""
+        return self.token_frame().iloc[self.alignment.tokens_of(node)]
+
+
 def check_source(source: str) -> str:
     """The snippet itself, or an :class:`InputError` (not text, invalid Unicode, empty)."""
     encode_source(source)

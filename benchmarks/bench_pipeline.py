@@ -2,9 +2,10 @@
 
 On the same snippets and the same padded micro-batches, times (a) the bare forward passes of the
 model and (b) the whole AsC-Eval pipeline (tokenize, forward, next-token statistics, parse, align,
-aggregate), interleaved over several rounds to share the machine's noise, and prints the median of the
-per-round overhead ratios (b)/(a) and tokens/s. Target: ratio <= 1.10. Also times one 60-line function from source
-text to Explanation (the inspector's latency). Figures go in the README.
+aggregate), interleaved over several rounds to share the machine's noise, and prints the median
+of the per-round overhead ratios (b)/(a) and tokens/s. Target: ratio <= 1.10. Also times the
+inspector on a 60-line function: source text to the figure objects of all three views (target:
+about a second). Figures go in the README.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def main() -> None:
 
     from asc.corpus import load_corpus
     from asc.explain import explain, explain_many
+    from asc.figures import category_figure, sequence_html, tree_figure
     from asc.models import load_model
     from asc.scores import _batches, _encode, _plan_windows
 
@@ -75,12 +77,22 @@ def main() -> None:
     ratios = sorted(pp / bb for pp, bb in zip(timings["pipeline"], timings["bare"]))
 
     sixty = next(s.source for s in load_corpus("algorithms", min_lines=55, max_lines=60))
-    explain(bundle, sixty)
-    lat = []
-    for _ in range(3):
+
+    def inspector():  # what the inspector page does for "Explain": source text -> all figure objects
         t0 = time.perf_counter()
         ex = explain(bundle, sixty)
-        lat.append(time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        tree_figure(ex, "partial", collapse_unary=True)
+        tree_figure(ex, "complete")
+        sequence_html(ex)
+        category_figure(ex.category_values)
+        return ex, t1 - t0, time.perf_counter() - t1
+
+    inspector()
+    runs = [inspector() for _ in range(3)]
+    ex = runs[0][0]
+    lat = [a + b for _, a, b in runs]
+    fig_ms = statistics.median(b for _, _, b in runs) * 1000
 
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads "
           f"{torch.get_num_threads()}; model {bundle.name} ({bundle.n_params / 1e6:.0f}M params)")
@@ -90,8 +102,9 @@ def main() -> None:
     print(f"AsC-Eval pipeline   : {p:7.2f} s  {n_tokens / p:7.0f} tokens/s")
     print(f"overhead ratio      : {statistics.median(ratios):7.3f}  (median of per-round ratios, range "
           f"{ratios[0]:.3f}-{ratios[-1]:.3f}; target <= 1.10)")
-    print(f"one {sixty.count(chr(10))}-line function ({ex.scores.n_tokens} tokens), source -> Explanation: "
-          f"{statistics.median(lat) * 1000:.0f} ms (median of 3)")
+    print(f"inspector, one {sixty.count(chr(10))}-line function ({ex.scores.n_tokens} tokens, {ex.tree.n_nodes} "
+          f"nodes), source text -> three views + category chart: {statistics.median(lat) * 1000:.0f} ms "
+          f"(figures {fig_ms:.0f} ms; median of 3)")
 
 
 if __name__ == "__main__":

@@ -191,3 +191,15 @@ def test_leading_blank_lines_count_for_the_module(tiny):
     ex = explain(tiny, "\n\n\ndef f(x):\n    return x\n")
     bound = set(ex.alignment.tokens_of(0).tolist())
     assert bound == {i for i in range(ex.scores.n_tokens) if not ex.scores.special[i]}
+
+
+def test_concurrent_sessions_do_not_mix_results(tiny):
+    """Threads sharing one model (as Streamlit sessions do) get exactly the sequential results."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sources = [f"def f{i}(x):\n    return x * {i} + {i % 3}\n" for i in range(12)]
+    expected = [explain(tiny, s).scores.logprob for s in sources]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        got = list(pool.map(lambda s: explain(tiny, s).scores.logprob, sources))
+    for e, g in zip(expected, got):
+        np.testing.assert_array_equal(e, g)

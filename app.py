@@ -1,0 +1,20 @@
+"""AsC Studio: Streamlit entry point. A router (st.navigation) and the sidebar every page shares.
+
+Run with `make app` (or `.venv/bin/streamlit run app.py`). Set ASC_MODEL to start on another model.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import ui
+
+st.set_page_config(page_title="AsC Studio", page_icon=":material/account_tree:", layout="wide")
+ui.style()
+st.session_state["settings"] = ui.sidebar()
+page = st.navigation([
+    st.Page("pages/inspect.py", title="Completion inspector", icon=":material/account_tree:", default=True),
+])
+with st.sidebar:
+    st.caption("AsC Studio explains code models in terms of syntax: AsC-Eval, AsC-Viz (ASTxplainer).")
+page.run()

@@ -1,0 +1,225 @@
+"""Pure figure builders for AsC-Viz: ``Explanation -> plotly Figure`` (or an HTML string).
+
+Nothing here computes a score or mutates its input; every function may be called again with the
+same arguments and returns an equal figure. Colors use one fixed scale for every view: red (0,
+poorly predicted) through yellow to blue (1, confident), ``cmin=0, cmax=1``, with a legend; nodes
+and tokens with no value are grey. Error nodes are drawn with a black X outline, MISSING nodes as
+open diamonds, folded nodes with a "+" after their label.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from functools import cache
+from typing import Literal
+
+import numpy as np
+
+from .explain import Explanation
+from .layout import TreeLayout, tree_layout
+
+__all__ = ["COLORSCALE", "NO_VALUE", "value_color", "tree_figure", "sequence_html", "category_figure",
+           "figure_html", "standalone_html", "node_label"]
+
+COLORSCALE = "RdYlBu"  # red (low) -> yellow -> blue (high)
+NO_VALUE = "#b8b8b8"
+ROW_PX = 18
+CHAR_PX = 5.9  # average width of a label character at 11 px
+COL_GAP_PX = 26
+
+
+@cache
+def _color_table() -> tuple[str, ...]:
+    """The scale sampled at 0.000, 0.001, ..., 1.000 in one plotly call (it costs ~1 ms per call)."""
+    from plotly.colors import sample_colorscale
+
+    return tuple(sample_colorscale(COLORSCALE, list(np.linspace(0.0, 1.0, 1001))))
+
+
+def value_color(value: float | None) -> str:
+    """The scale's color for a value in [0, 1], to the nearest 0.001 (grey for missing)."""
+    if value is None or math.isnan(float(value)):  # float(): numpy float32 NaN too
+        return NO_VALUE
+    return _color_table()[int(round(min(1.0, max(0.0, float(value))) * 1000))]
+
+
+def node_label(ex: Explanation, node: int, width: int = 24) -> str:
+    """Short label: the type for named nodes, the source text for anonymous leaves (``)``, ``if``)."""
+    t = ex.tree
+    if t.is_missing[node]:
+        return f"MISSING {t.type[node]}"
+    if not t.named[node]:
+        return t.type[node]
+    text = t.text(node)
+    if t.type[node] in ("identifier", "integer", "float", "string_content") and "\n" not in text:
+        return f"{t.type[node]}: {text[:width]}"
+    return t.type[node]
+
+
+def _chain_label(ex: Explanation, members: tuple[int, ...]) -> str:
+    """A collapsed chain reads ``top › … › bottom``; single nodes read as :func:`node_label`."""
+    if len(members) > 2:
+        return f"{node_label(ex, members[0])} › … › {node_label(ex, members[-1])}"
+    return " › ".join(node_label(ex, m) for m in members)
+
+
+def _hover(ex: Explanation, members: tuple[int, ...]) -> str:
+    t = ex.tree
+    node = members[0]
+    text = t.text(node).replace("\n", "⏎ ")
+    text = html.escape(text[:80] + ("…" if len(text) > 80 else ""))
+    value = ex.values[node]
+    chain = " › ".join(t.type[m] for m in members)
+    flags = " ERROR" if t.is_error[node] else (" MISSING" if t.is_missing[node] else "")
+    return (f"<b>{html.escape(chain)}</b>{flags}<br>category: {ex.node_category[node] or '—'}<br>"
+            f"value ({ex.aggregate}): {'—' if math.isnan(value) else f'{value:.3f}'}"
+            f"<br>tokens: {int(ex.alignment.counts()[node])}<br>{text}")
+
+
+def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial", max_depth: int | None = None,
+                collapse_unary: bool = False, selected: int | None = None, layout: TreeLayout | None = None):
+    """Node-link drawing of the AST, left to right, nodes colored by their AsC-Eval value.
+
+    ``customdata`` of the node traces holds the node id (for click selection). Valued nodes are one
+    trace whose ``marker.color`` is exactly ``ex.values`` of the drawn nodes.
+    """
+    import plotly.graph_objects as go
+
+    lay = layout or tree_layout(ex.tree, view, max_depth, collapse_unary)
+    t = ex.tree
+    ex_values = ex.values[lay.node] if lay.n_boxes else np.zeros(0)
+    labels = [_chain_label(ex, mem) + (" +" if f else "") for mem, f in zip(lay.members, lay.folded)]
+    # columns as wide as their longest label, in pixels, so labels never run into the edges
+    label_px = np.array([CHAR_PX * len(lab) + 18 for lab in labels]) if lay.n_boxes else np.zeros(0)
+    n_cols = int(lay.x.max()) + 1 if lay.n_boxes else 1
+    col_px = np.zeros(n_cols)
+    for c, w in zip(lay.x.astype(int), label_px):
+        col_px[c] = max(col_px[c], w)
+    col_x = np.concatenate([[0.0], np.cumsum(col_px + COL_GAP_PX)])
+    px = col_x[lay.x.astype(int)] if lay.n_boxes else np.zeros(0)
+    fig = go.Figure()
+    # elbow edges: from the end of the parent's label, down/up a bar just left of the child column
+    ex_, ey = [], []
+    for p, c in lay.edges():
+        start = px[p] + label_px[p]
+        bar = px[c] - COL_GAP_PX / 2
+        ex_ += [start, bar, bar, px[c] - 7, None]
+        ey += [lay.y[p], lay.y[p], lay.y[c], lay.y[c], None]
+    fig.add_trace(go.Scatter(x=ex_, y=ey, mode="lines", line={"color": "#9a9a9a", "width": 1}, hoverinfo="skip",
+                             showlegend=False, name="edges"))
+    hovers = [_hover(ex, mem) for mem in lay.members]
+    has = ~np.isnan(ex_values)
+    err = t.is_error[lay.node] if lay.n_boxes else np.zeros(0, bool)
+    missing = t.is_missing[lay.node] if lay.n_boxes else np.zeros(0, bool)
+    symbols = np.where(missing, "diamond-open", np.where(err, "x", "circle"))
+    line_w = np.where(err | missing, 2.5, 0.5)
+    for mask, name in ((has, "value"), (~has, "no tokens")):
+        idx = np.flatnonzero(mask)
+        marker = {"size": 12, "symbol": symbols[idx].tolist(), "line": {"color": "#222", "width": line_w[idx].tolist()}}
+        if name == "value":
+            marker.update(color=ex_values[idx].tolist(), colorscale=COLORSCALE, cmin=0.0, cmax=1.0, showscale=True,
+                          colorbar={"title": {"text": f"p ({ex.aggregate})"}, "thickness": 12, "len": 0.6,
+                                    "x": 1.0, "xanchor": "left", "xpad": 16, "y": 1.0, "yanchor": "top",
+                                    "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0]})
+        else:
+            marker.update(color=NO_VALUE)
+        fig.add_trace(go.Scatter(
+            x=px[idx], y=lay.y[idx], mode="markers+text", name=name, marker=marker,
+            text=[labels[i] for i in idx], textposition="middle right", textfont={"size": 11},
+            customdata=lay.node[idx].tolist(), hovertext=[hovers[i] for i in idx], hoverinfo="text", showlegend=False,
+            # a click selects a point; keep every node's color (the black ring marks the selection)
+            selected={"marker": {"opacity": 1}}, unselected={"marker": {"opacity": 1}, "textfont": {"color": "#444"}}))
+    box = [k for k, mem in enumerate(lay.members) if selected in mem] if selected is not None else []
+    if box:  # the box showing the node, also when it was merged into a collapsed chain
+        k = box[0]
+        fig.add_trace(go.Scatter(x=[px[k]], y=[lay.y[k]], mode="markers", hoverinfo="skip", showlegend=False,
+                                 name="selected", marker={"size": 22, "color": "rgba(0,0,0,0)",
+                                                          "line": {"color": "#000", "width": 3}}))
+    total_px = float(col_x[-1]) + 40
+    fig.update_layout(
+        # plot area = x range in pixels exactly (the colorbar lives in the fixed right margin)
+        width=int(total_px + 12 + 10 + 110), height=max(320, int(ROW_PX * max(lay.n_rows, 1)) + 80),
+        margin={"l": 10, "r": 110, "t": 30, "b": 10, "autoexpand": False},
+        xaxis={"visible": False, "range": [-12, total_px]},
+        yaxis={"visible": False, "autorange": "reversed"},
+        plot_bgcolor="white", dragmode="pan", clickmode="event+select",
+        title={"text": f"{view} AST: {lay.n_boxes} nodes", "font": {"size": 13}})
+    return fig
+
+
+def sequence_html(ex: Explanation, selected: int | None = None, n_prompt: int | None = None) -> str:
+    """The code with each token's background colored by its probability (an HTML fragment).
+
+    Hovering a token shows its text, probability, rank, entropy and top alternatives. Tokens bound
+    to ``selected`` are outlined; tokens from ``n_prompt`` on (generated) are underlined and preceded
+    by a marker. Characters shared by two tokens (a split multi-byte character) are drawn once.
+    """
+    s = ex.scores
+    src = ex.source
+    picked = set(ex.alignment.tokens_of(selected).tolist()) if selected is not None else set()
+    out = ['<pre class="asc-seq" style="font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px;'
+           'line-height:1.55;white-space:pre;overflow-x:auto;padding:8px;border:1px solid #ddd;'
+           'border-radius:6px;background:#fff;color:#111">']
+    pos = 0
+    for i in range(s.n_tokens):
+        a, b = int(s.start[i]), int(s.end[i])
+        if a > pos:  # text no token covers (rare: tokenizers that drop characters)
+            out.append(html.escape(src[pos:a]))
+            pos = a
+        if n_prompt is not None and i == n_prompt:
+            out.append('<span title="generated from here" style="border-left:3px solid #111;margin-left:1px"></span>')
+        if b <= pos:
+            continue
+        piece = src[max(a, pos):b]
+        pos = b
+        p = s.prob[i]
+        if math.isnan(p):
+            tip = f"{piece!r}  no prediction ({'special token' if s.special[i] else 'first token, no BOS'})"
+        else:
+            alts = ", ".join(f"{t!r} {q:.3f}" for t, q in zip(s.top_text[i], s.top_probs[i]))
+            tip = (f"{piece!r}  p={p:.3f}  rank {int(s.rank[i])}  entropy {s.entropy[i]:.2f} nats\ntop: {alts}")
+        color = value_color(None if math.isnan(p) else p)
+        if not piece.strip():  # newline/indent tokens: same color, lighter, so code stays readable
+            color = color.replace("rgb(", "rgba(").replace(")", ",0.35)") if color.startswith("rgb(") else "#e4e4e4"
+        style = f"background:{color};border-radius:2px"
+        if i in picked:
+            style += ";outline:2px solid #000;outline-offset:-1px"
+        if n_prompt is not None and i >= n_prompt:
+            style += ";text-decoration:underline;text-decoration-thickness:2px;font-weight:600"
+        out.append(f'<span data-token="{i}" title="{html.escape(tip)}" style="{style}">{html.escape(piece)}</span>')
+    if pos < len(src):
+        out.append(html.escape(src[pos:]))
+    out.append("</pre>")
+    return "".join(out)
+
+
+def category_figure(values: dict[str, float], threshold: float = 0.6, title: str = "AsC-Eval per category"):
+    """Bar per category on the fixed 0-1 scale with the threshold line; absent categories are labelled."""
+    import plotly.graph_objects as go
+
+    names = list(values)
+    vals = [values[n] for n in names]
+    present = [v is not None and not math.isnan(v) for v in vals]
+    fig = go.Figure(go.Bar(
+        x=names, y=[v if ok else 0 for v, ok in zip(vals, present)],
+        marker={"color": [value_color(v) if ok else NO_VALUE for v, ok in zip(vals, present)],
+                "line": {"color": "#444", "width": 0.5}},
+        text=[f"{v:.2f}" if ok else "absent" for v, ok in zip(vals, present)], textposition="outside",
+        hovertemplate="%{x}: %{text}<extra></extra>"))
+    fig.add_hline(y=threshold, line={"dash": "dash", "color": "#2a7f2a"}, annotation_text=f"{threshold:g}",
+                  annotation_position="top left")
+    fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 40, "b": 10}, title={"text": title, "font": {"size": 13}},
+                      yaxis={"range": [0, 1.12], "title": "value"}, plot_bgcolor="white")
+    return fig
+
+
+def figure_html(fig) -> str:
+    """A self-contained HTML file for a plotly figure (plotly.js inlined: works offline)."""
+    return fig.to_html(include_plotlyjs=True, full_html=True)
+
+
+def standalone_html(fragment: str, title: str = "AsC Studio") -> str:
+    """Wrap an HTML fragment (the sequence view) into a self-contained document."""
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
+            f"<body style='font-family:sans-serif'>{fragment}</body></html>")

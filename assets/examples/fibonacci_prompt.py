@@ -1,0 +1,2 @@
+def fibonacci(n):
+    """Return the n-th Fibonacci number (fibonacci(0) == 0)."""

@@ -1,0 +1,169 @@
+"""Completion inspector (AsC-Viz): a prompt, the model's completion, and where it was confident.
+
+Widgets and calls into ``asc`` only. The model runs when "Complete" or "Explain" is pressed (results
+cached by text and settings); node clicks rerun only the views fragment.
+"""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+import ui
+from asc import AscError
+from asc.figures import category_figure, figure_html, sequence_html, standalone_html, tree_figure
+
+settings: ui.Settings = st.session_state.get("settings") or ui.default_settings()
+st.title("Completion inspector")
+st.caption("Next-token probabilities aligned to the syntax tree (AsC-Eval), colored from red (poorly predicted) "
+           "to blue (confident) on a fixed 0-1 scale (AsC-Viz). Grey: no predicted token.")
+
+examples = ui.examples()
+
+
+def _load_example() -> None:
+    st.session_state["code"] = examples[st.session_state["example"]]
+
+
+if "code" not in st.session_state:
+    st.session_state["example"] = "count_chars.py"
+    _load_example()
+
+left, right = st.columns([3, 2])
+with left:
+    st.selectbox("Example", list(examples), key="example", on_change=_load_example)
+    upload = st.file_uploader("or upload a .py / .java file", type=["py", "java", "txt"], key="upload")
+    if upload is not None and st.session_state.get("uploaded_id") != upload.file_id:
+        try:
+            st.session_state["code"] = ui.decode_upload(upload.getvalue(), upload.name)
+            st.session_state["uploaded_id"] = upload.file_id
+        except AscError as err:
+            st.error(str(err))
+    code = st.text_area("Code", key="code", height=280)
+with right:
+    max_new = st.slider("New tokens for Complete", 8, 256, 64, step=8, key="max_new")
+    with st.expander("Sampling (greedy by default)"):
+        temperature = st.slider("Temperature (0 = greedy)", 0.0, 1.5, 0.0, 0.05, key="temperature")
+        top_p = st.slider("Top-p", 0.05, 1.0, 0.95, 0.05, key="top_p", disabled=temperature == 0)
+        seed = st.number_input("Seed", 0, 2**31 - 1, 0, key="seed", disabled=temperature == 0)
+    b1, b2 = st.columns(2)
+    do_complete = b1.button("Complete", type="primary", width="stretch",
+                            help="Generate up to N tokens (stops at the end of the function), then explain.")
+    do_explain = b2.button("Explain", width="stretch", help="Score the text as it is.")
+
+if do_complete or do_explain:
+    try:
+        if not code.strip():
+            raise ValueError("The editor is empty: pick an example or paste some code.")
+        ui.check_length(code)
+        bundle = ui.model_or_none(settings)
+        if bundle is not None:
+            args = (settings.model, settings.trust_remote_code)
+            with st.spinner("Running the model..."):
+                if do_complete:
+                    comp, ex = ui.cached_complete(*args, code, max_new, temperature, top_p, int(seed), settings.language,
+                                                  settings.aggregate)
+                    result = {"ex": ex, "n_prompt": comp.n_prompt, "stop": comp.stop_reason}
+                else:
+                    result = {"ex": ui.cached_explain(*args, code, settings.language, settings.aggregate),
+                              "n_prompt": None, "stop": None}
+            st.session_state["result"] = {**result, "model": settings.model}
+            st.session_state["selected"] = None
+    except (AscError, ValueError) as err:
+        st.error(str(err))  # the previous result stays below
+
+result = st.session_state.get("result")
+if result is None:
+    st.info("Pick an example (or type code) and press **Explain** to score it as is, or **Complete** to let the "
+            "model continue it.")
+    st.stop()
+
+ex = result["ex"]
+n_prompt = result["n_prompt"]
+st.caption(f"Model **{result['model']}** · aggregation **{ex.aggregate}** · language **{ex.tree.language}**")
+if ex.scores.n_windows > 1:
+    st.info(f"The text is longer than the model's window: scored in {ex.scores.n_windows} overlapping windows, "
+            "every token with at least half a window of left context.")
+if ex.tree.has_error:
+    st.warning("The code has syntax errors: ERROR nodes are drawn with an X, MISSING nodes as open diamonds.")
+
+# summary strip
+m = st.columns(4)
+m[0].metric("Cross-entropy", f"{ex.loss:.3f}", help="mean over tokens with a prediction, nats/token")
+m[1].metric("Perplexity", f"{ex.perplexity:.2f}")
+m[2].metric("Tokens", ex.scores.n_tokens if n_prompt is None else f"{n_prompt} + {ex.scores.n_tokens - n_prompt}")
+m[3].metric("AST nodes", ex.tree.n_nodes)
+if n_prompt is not None:
+    st.caption(f"Generated tokens are underlined, after the black bar; generation stopped at: {result['stop']}.")
+s1, s2 = st.columns([3, 2])
+s1.plotly_chart(category_figure(ex.category_values), key="categories")
+with s2:
+    st.markdown("**Least confident nodes**")
+    st.dataframe(ex.weakest_nodes(6), hide_index=True, width="stretch",
+                 column_config={"value": st.column_config.NumberColumn(format="%.3f")})
+
+
+@st.fragment
+def views() -> None:
+    """Sequence view + trees + node details: reruns alone when a node is clicked."""
+    c1, c2, c3 = st.columns([2, 2, 3])
+    fold = c1.number_input("Fold below depth (0 = off)", 0, 60, 0, key="fold")
+    collapse = c2.checkbox("Collapse unary chains", value=True, key="collapse")
+    options = {-1: "none"} | {i: f"{i}: {ex.tree.type[i]}  {ex.tree.text(i)[:40]!r}" for i in range(ex.tree.n_nodes)
+                              if ex.tree.named[i] or ex.tree.is_missing[i]}
+    picked = c3.selectbox("Inspect node", list(options), format_func=options.get, key="node_pick")
+    selected = st.session_state.get("selected")
+    if picked != -1 and picked != st.session_state.get("last_pick"):
+        selected = picked
+    st.session_state["last_pick"] = picked
+
+    tabs = st.tabs(["Partial AST (named nodes)", "Complete AST (all nodes)"])
+    for tab, view in zip(tabs, ("partial", "complete")):
+        fig = tree_figure(ex, view, max_depth=fold or None, collapse_unary=collapse, selected=selected)
+        box = tab.container(key=f"treebox_{view}")  # scrolls sideways: the figure keeps its pixel width
+        box.html(f"<style>.st-key-tree_{view}{{min-width:{int(fig.layout.width)}px;max-width:none !important}}</style>")
+        event = box.plotly_chart(fig, key=f"tree_{view}", on_select="rerun", selection_mode="points", width=int(fig.layout.width),
+                                 config={"scrollZoom": True, "displaylogo": False})
+        points = event.selection.points if event and event.selection else []
+        if points and points[0].get("customdata") is not None:
+            clicked = int(points[0]["customdata"])
+            if clicked != st.session_state.get(f"clicked_{view}"):
+                st.session_state[f"clicked_{view}"] = clicked
+                selected = clicked
+    st.session_state["selected"] = selected
+
+    st.markdown("**Sequence view** (hover a token for its probability, rank, entropy and top-5 alternatives)")
+    st.html(sequence_html(ex, selected=selected, n_prompt=n_prompt))
+    if selected is not None:
+        t = ex.tree
+        value = ex.values[selected]
+        st.markdown(f"**Node {selected}: `{t.type[selected]}`** · category: {ex.node_category[selected] or '—'} · "
+                    f"value ({ex.aggregate}): {'—' if value != value else f'{value:.3f}'} · depth {t.depth[selected]}"
+                    + (" · ERROR" if t.is_error[selected] else "") + (" · MISSING" if t.is_missing[selected] else ""))
+        d1, d2 = st.columns([2, 3])
+        d1.code(t.text(selected) or "(empty)", language=t.language)
+        d2.dataframe(ex.node_tokens(selected)[["index", "text", "prob", "rank", "entropy", "top"]], hide_index=True,
+                     width="stretch")
+    else:
+        st.caption("Click a node in a tree (or pick one above) to see its tokens and outline them in the sequence view.")
+
+
+views()
+
+with st.expander("Export"):
+    e1, e2, e3, e4 = st.columns(4)
+    e1.download_button("Tokens CSV", lambda: ex.token_frame().to_csv(index=False), "tokens.csv", "text/csv",
+                       on_click="ignore", key="dl_tokens_csv")
+    e1.download_button("Nodes CSV", lambda: ex.node_frame().to_csv(index=False), "nodes.csv", "text/csv",
+                       on_click="ignore", key="dl_nodes_csv")
+    e2.download_button("Result JSON", lambda: json.dumps(ex.to_dict(), ensure_ascii=False, allow_nan=False),
+                       "asc-eval.json", "application/json", on_click="ignore", key="dl_json")
+    e3.download_button("Partial AST (HTML)", lambda: figure_html(tree_figure(ex, "partial", collapse_unary=True)),
+                       "partial-ast.html", "text/html", on_click="ignore", key="dl_partial")
+    e3.download_button("Complete AST (HTML)", lambda: figure_html(tree_figure(ex, "complete")), "complete-ast.html",
+                       "text/html", on_click="ignore", key="dl_complete")
+    e4.download_button("Sequence view (HTML)", lambda: standalone_html(sequence_html(ex, n_prompt=n_prompt)),
+                       "sequence.html", "text/html", on_click="ignore", key="dl_sequence")
+    e4.download_button("Categories (HTML)", lambda: figure_html(category_figure(ex.category_values)),
+                       "categories.html", "text/html", on_click="ignore", key="dl_categories")

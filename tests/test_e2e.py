@@ -1,0 +1,100 @@
+"""End-to-end: the real app in Debian's chromium, driven by Playwright, on the SmolLM2 default.
+
+Opens the inspector, explains the example, clicks a node in the partial AST, downloads the tokens
+CSV and saves screenshots under test-output/. Skipped (with the reason) where chromium is missing;
+`make test` installs it.
+"""
+
+import csv
+import io
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+OUT = ROOT / "test-output"
+pytestmark = [pytest.mark.real,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test does)")]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("ASC_MODEL", None)  # the embedded default: SmolLM2-135M
+    OUT.mkdir(exist_ok=True)
+    log = open(OUT / "streamlit.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def _idle(page, timeout=180_000):
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+
+
+def test_inspector_in_chromium(server):
+    from playwright.sync_api import sync_playwright
+
+    OUT.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        page = browser.new_page(viewport={"width": 1500, "height": 1100}, accept_downloads=True)
+        page.goto(server)
+        _idle(page)
+        page.get_by_role("button", name="Explain").click()
+        page.wait_for_selector("[data-testid='stMetric']", timeout=180_000)
+        _idle(page)
+        assert page.locator("pre.asc-seq span[data-token]").count() > 30
+        assert page.locator("[data-testid='stException']").count() == 0
+
+        # click a node of the partial AST: the details panel names it and the sequence view outlines its tokens
+        tree = page.locator(".st-key-tree_partial")
+        tree.scroll_into_view_if_needed()
+        point = tree.locator(".scatterlayer .trace").nth(1).locator("path.point").nth(2)
+        point.click(force=True)
+        page.wait_for_selector("text=/^Node \\d+: /", timeout=60_000)
+        _idle(page)
+        assert page.locator("pre.asc-seq span[style*='outline:2px']").count() >= 1
+        tree.screenshot(path=str(OUT / "inspector-tree.png"))
+        page.locator("pre.asc-seq").screenshot(path=str(OUT / "inspector-sequence.png"))
+
+        # download the tokens CSV
+        page.get_by_text("Export").click()
+        with page.expect_download() as dl:
+            page.get_by_role("button", name="Tokens CSV").click()
+        rows = list(csv.DictReader(io.StringIO(Path(dl.value.path()).read_text(encoding="utf-8"))))
+        assert rows and {"index", "text", "prob", "rank", "entropy"} <= set(rows[0])
+        assert rows[0]["text"] == "def" and rows[0]["prob"] == ""  # SmolLM2 adds no BOS: no prediction
+        assert 0.9 < float(next(r for r in rows if r["text"] == " return")["prob"]) <= 1
+        page.screenshot(path=str(OUT / "inspector.png"))
+        browser.close()

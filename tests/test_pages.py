@@ -1,0 +1,162 @@
+"""AppTest tests of the Streamlit app on the tiny model (no browser; test_e2e.py drives a real one).
+
+AppTest in Streamlit 1.67 runs only the page script on reruns of an ``st.navigation`` app, so the
+router's sidebar widgets vanish after the first run (the real app keeps them: test_e2e.py). Page
+tests therefore run the page file with the settings the router would put in session state.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import ui
+from asc import explain
+from asc.errors import InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+INSPECT = str(ROOT / "pages" / "inspect.py")
+TINY = ui.Settings(model="tiny-random", trust_remote_code=False, language="python", aggregate="median")
+
+
+@pytest.fixture
+def app(monkeypatch):
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    at = AppTest.from_file(INSPECT, default_timeout=120)
+    at.session_state["settings"] = TINY
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_router_renders_sidebar_and_inspector(monkeypatch):
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception
+    assert [w.key for w in at.sidebar.selectbox] == ["model_choice", "language", "aggregate"]
+    assert at.sidebar.selectbox[0].value == "tiny-random"
+    assert at.session_state["settings"] == TINY
+    assert any(t.value == "Completion inspector" for t in at.title)
+
+
+def _tree_traces(at, view="partial"):
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    trees = [c for c in charts if any(t.get("name") == "edges" for t in c["data"])]
+    spec = trees[0 if view == "partial" else 1]
+    return {t.get("name"): t for t in spec["data"]}
+
+
+def _button(at, label):
+    return next(b for b in at.button if b.label == label)
+
+
+def test_first_render_asks_for_an_action(app):
+    assert any("Explain" in i.value for i in app.info)
+    assert app.text_area(key="code").value.startswith("def count_chars(")
+
+
+def test_explain_plots_backend_values(app, tiny):
+    _button(app, "Explain").click().run()
+    assert not app.exception and not app.error
+    ex = explain(tiny, app.text_area(key="code").value)
+    traces = _tree_traces(app)
+    ids = np.array(traces["value"]["customdata"])
+    np.testing.assert_allclose(traces["value"]["marker"]["color"], ex.values[ids], rtol=1e-9)
+    assert traces["value"]["marker"]["cmin"] == 0 and traces["value"]["marker"]["cmax"] == 1
+    grey = np.array(traces["no tokens"]["customdata"] if "no tokens" in traces else [], dtype=int)
+    assert np.isnan(ex.values[grey]).all()
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Cross-entropy"] == f"{ex.loss:.3f}" and metrics["AST nodes"] == str(ex.tree.n_nodes)
+
+
+def test_changing_aggregation_changes_values(app, tiny):
+    _button(app, "Explain").click().run()
+    before = _tree_traces(app)["value"]["marker"]["color"]
+    app.session_state["settings"] = ui.Settings("tiny-random", False, "python", "max")
+    app.run()
+    _button(app, "Explain").click().run()
+    after = _tree_traces(app)["value"]
+    ex = explain(tiny, app.text_area(key="code").value, aggregate="max")
+    np.testing.assert_allclose(after["marker"]["color"], ex.values[np.array(after["customdata"])])
+    assert after["marker"]["color"] != before
+
+
+def test_picking_a_node_shows_its_details(app):
+    _button(app, "Explain").click().run()
+    assert not any(m.value.startswith("**Node ") for m in app.markdown)
+    app.selectbox(key="node_pick").set_value(4).run()
+    details = [m.value for m in app.markdown if m.value.startswith("**Node 4:")]
+    assert details and "`parameters`" in details[0]
+    assert _tree_traces(app).get("selected") is not None
+
+
+def test_complete_marks_generated_tokens(app):
+    app.text_area(key="code").set_value("def add(a, b):\n").run()
+    _button(app, "Complete").click().run()
+    assert not app.exception and not app.error
+    tokens = next(m.value for m in app.metric if m.label == "Tokens")
+    assert " + " in tokens
+    assert any("Generated tokens are underlined" in c.value for c in app.caption)
+
+
+def test_empty_editor_is_refused_and_previous_result_stays(app):
+    _button(app, "Explain").click().run()
+    app.text_area(key="code").set_value("   \n").run()
+    _button(app, "Explain").click().run()
+    assert any("empty" in e.value for e in app.error)
+    assert any(m.label == "Cross-entropy" for m in app.metric)  # the previous result is still shown
+
+
+def test_unknown_model_is_a_message_not_a_crash(app):
+    _button(app, "Explain").click().run()
+    app.session_state["settings"] = ui.Settings("no-such-model", False, "python", "median")
+    _button(app, "Explain").click().run()
+    assert not app.exception
+    assert any("unknown model" in e.value for e in app.error)
+    assert any(m.label == "Cross-entropy" for m in app.metric)
+
+
+def test_syntax_error_example_warns(app):
+    app.selectbox(key="example").set_value("syntax_error.py").run()
+    _button(app, "Explain").click().run()
+    assert any("syntax errors" in w.value for w in app.warning)
+    traces = _tree_traces(app, "complete")
+    symbols = [s for t in traces.values() if t.get("marker") for s in (t["marker"].get("symbol") or [])
+               if isinstance(t["marker"].get("symbol"), list)]
+    assert "x" in symbols
+
+
+def test_too_long_text_is_refused(app):
+    app.text_area(key="code").set_value("x = 1\n" * 20_000).run()
+    _button(app, "Explain").click().run()
+    assert any("characters" in e.value for e in app.error)
+
+
+def test_invalid_utf8_upload_message():
+    with pytest.raises(InputError, match="not valid UTF-8"):
+        ui.decode_upload(b"x = '\xff'\n", "bad.py")
+    assert ui.decode_upload("x = 'é'\n".encode(), "ok.py") == "x = 'é'\n"
+
+
+def test_switching_models_frees_the_previous_one(tmp_path):
+    import gc
+    import weakref
+
+    from asc import tiny_random_model
+
+    other = tmp_path / "tiny-folder"
+    tiny = tiny_random_model()
+    tiny.model.save_pretrained(other)
+    tiny.tokenizer.save_pretrained(other)
+    del tiny
+    ui.get_bundle.clear()
+    first = weakref.ref(ui.get_bundle("tiny-random", False))
+    assert ui.get_bundle("tiny-random", False) is first()  # cached: loaded once
+    second = ui.get_bundle(str(other), False)
+    gc.collect()
+    assert first() is None and second.name == "tiny-folder"
+    ui.get_bundle.clear()

