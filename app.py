@@ -13,7 +13,10 @@ st.set_page_config(page_title="AsC Studio", page_icon=":material/account_tree:",
 ui.style()
 st.session_state["settings"] = ui.sidebar()
 page = st.navigation([
-    st.Page("pages/inspect.py", title="Completion inspector", icon=":material/account_tree:", default=True),
+    st.Page("pages/inspect.py", title="Completion inspector", icon=":material/account_tree:", default=True,
+            url_path="inspector"),
+    st.Page("pages/compare.py", title="Compare models", icon=":material/compare_arrows:", url_path="compare-models"),
+    st.Page("pages/global_eval.py", title="Global AsC-Eval", icon=":material/bar_chart:", url_path="global-asc-eval"),
 ])
 with st.sidebar:
     st.caption("AsC Studio explains code models in terms of syntax: AsC-Eval, AsC-Viz (ASTxplainer).")

@@ -21,13 +21,21 @@ from pathlib import Path
 import streamlit as st
 
 from asc import AGGREGATES, DEFAULT_MODEL, EMBEDDED, AscError, Explanation, explain, load_model
+from asc.compare import summary_table
 from asc.generate import Completion, complete, explain_completion
+from asc.jobs import JobQueue
+from asc.runs import RunData, load_run
 
 log = logging.getLogger("asc.ui")
 ROOT = Path(__file__).resolve().parent
 EXAMPLES = ROOT / "assets" / "examples"
 OTHER = "Other: Hugging Face id or local path"
 MAX_CHARS = 60_000  # longer text is refused in the browser (the CLI takes any length)
+
+
+def runs_dir() -> Path:
+    """Where corpus runs live: ``$ASC_RUNS_DIR`` or ``runs/`` next to the app."""
+    return Path(os.environ.get("ASC_RUNS_DIR") or ROOT / "runs")
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,57 @@ def cached_complete(spec: str, trust_remote_code: bool, prompt: str, max_new_tok
     comp = complete(bundle, prompt, max_new_tokens, temperature=temperature, top_p=top_p, seed=seed,
                     language=language)
     return comp, explain_completion(bundle, comp, language=language, aggregate=aggregate)
+
+
+@st.cache_resource(show_spinner=False)
+def job_queue() -> JobQueue:
+    """The app-wide queue of corpus runs: runs go on while users switch pages or leave."""
+    return JobQueue(lambda spec: get_bundle(spec, False))
+
+
+def run_folders() -> list[Path]:
+    """Run folders (with meta.json) under :func:`runs_dir`, newest first."""
+    root = runs_dir()
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if (p / "meta.json").exists()]
+    return sorted(found, key=lambda p: (p / "meta.json").stat().st_mtime, reverse=True)
+
+
+def _stamp(path: Path) -> float:
+    """Changes whenever a run gains a chunk (so cached tables of a growing run refresh)."""
+    parts = list((path / "snippets").glob("part-*.parquet"))
+    return max([p.stat().st_mtime for p in parts] + [(path / "meta.json").stat().st_mtime])
+
+
+@st.cache_resource(max_entries=12, show_spinner=False)
+def _run(path: str, stamp: float) -> RunData:
+    # cache_resource, not cache_data: large frames are shared read-only instead of unpickled per rerun
+    return load_run(path, tables=("snippets", "nodes", "concepts"))
+
+
+def cached_run(path: Path) -> RunData:
+    return _run(str(path), _stamp(path))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _summary(paths: tuple[str, ...], stamps: tuple[float, ...], categories: tuple[str, ...], n_boot: int, seed: int):
+    return summary_table([_run(p, s) for p, s in zip(paths, stamps)], categories, n_boot=n_boot, seed=seed)
+
+
+def cached_summary(paths: list[Path], categories: tuple[str, ...], n_boot: int, seed: int):
+    return _summary(tuple(map(str, paths)), tuple(_stamp(p) for p in paths), categories, n_boot, seed)
+
+
+def run_title(path: Path) -> str:
+    """``model · corpus · N snippets`` for a run folder (from its meta.json)."""
+    import json
+
+    meta = json.loads((path / "meta.json").read_text())
+    settings = meta.get("settings", {})
+    done = "" if meta.get("finished") else " (incomplete)"
+    return (f"{settings.get('model', {}).get('name', '?')} · {settings.get('corpus', '?')} · "
+            f"{meta.get('n_planned', '?')} snippets{done} · {path.name}")
 
 
 def default_model() -> str:

@@ -14,6 +14,9 @@ from .concepts import AGGREGATES, CategoryMap, aggregate_segments, bootstrap_med
 from .corpus import BUILTIN_CORPORA, Snippet, extract_functions, load_corpus
 from .errors import AscError, CorpusError, InputError, ModelLoadError, UnknownModelError
 from .explain import Explanation, explain, explain_many, explain_scored
+from .figures import category_figure, figure_html, sequence_html, tree_figure
+from .generate import Completion, complete, explain_completion
+from .layout import TreeLayout, tree_layout
 from .models import DEFAULT_MODEL, EMBEDDED, ModelBundle, load_model, tiny_random_model
 from .runs import RunData, category_table, load_run, run_corpus
 from .scores import TokenScores, score_ids, score_text, score_texts
@@ -21,9 +24,10 @@ from .syntax import LANGUAGES, SyntaxTree, parse
 
 __all__ = [
     "AGGREGATES", "BUILTIN_CORPORA", "DEFAULT_MODEL", "EMBEDDED", "LANGUAGES",
-    "AlignOptions", "Alignment", "AscError", "CategoryMap", "CorpusError", "Explanation", "InputError",
-    "ModelBundle", "ModelLoadError", "RunData", "Snippet", "SyntaxTree", "TokenScores", "UnknownModelError",
-    "aggregate_segments", "align", "bootstrap_median", "category_table", "explain", "explain_many",
-    "explain_scored", "extract_functions", "load_categories", "load_corpus", "load_model", "load_run", "parse",
-    "run_corpus", "score_ids", "score_text", "score_texts", "tiny_random_model",
+    "AlignOptions", "Alignment", "AscError", "CategoryMap", "Completion", "CorpusError", "Explanation", "InputError",
+    "ModelBundle", "ModelLoadError", "RunData", "Snippet", "SyntaxTree", "TokenScores", "TreeLayout",
+    "UnknownModelError", "aggregate_segments", "align", "bootstrap_median", "category_figure", "category_table",
+    "complete", "explain", "explain_completion", "explain_many", "explain_scored", "extract_functions",
+    "figure_html", "load_categories", "load_corpus", "load_model", "load_run", "parse", "run_corpus", "score_ids",
+    "score_text", "score_texts", "sequence_html", "tiny_random_model", "tree_figure", "tree_layout",
 ]

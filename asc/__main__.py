@@ -1,4 +1,4 @@
-"""Command line: ``python -m asc {models,explain,eval} ...`` (``--help`` on each).
+"""Command line: ``python -m asc {models,explain,eval,compare} ...`` (``--help`` on each).
 
 Errors the user can fix (missing file, invalid UTF-8, empty input, unknown model or corpus) exit
 with status 2 and one line on stderr; ``--debug`` shows the traceback of unexpected failures.
@@ -133,6 +133,37 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from .compare import difference_table, summary_table, wide_table
+    from .runs import load_run
+
+    runs = [load_run(path) for path in args.runs]
+    languages = {lang for run in runs for lang in set(run.snippets["language"])}
+    categories = load_categories(sorted(languages)[0] if languages else "python").categories
+    summary = summary_table(runs, categories, n_boot=args.n_boot, seed=args.seed)
+    wide = wide_table(summary)
+    if args.out:
+        out = Path(args.out)
+        if out.suffix == ".json":
+            out.write_text(summary.to_json(orient="records", indent=1))
+        else:
+            summary.to_csv(out, index=False)
+    import pandas as pd
+
+    with pd.option_context("display.width", 250, "display.max_columns", None):
+        print(f"AsC-Eval, bootstrapped median of node values ({args.n_boot} resamples, seed {args.seed}); "
+              f"sorted by the global value\n")
+        print(wide.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        if len(runs) >= 2:
+            diff = difference_table(runs[0], runs[1], "category")
+            print(f"\n{diff['model_a'].iloc[0]} minus {diff['model_b'].iloc[0]} (median node value per category)\n")
+            print(diff[["category", "median_a", "median_b", "difference", "nodes_a", "nodes_b"]]
+                  .to_string(index=False, float_format=lambda v: f"{v:+.3f}"))
+    if args.out:
+        print(f"\nlong table written to {args.out}")
+    return 0
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     from .models import DEFAULT_MODEL
 
@@ -173,6 +204,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _common(p)
     p.set_defaults(func=cmd_eval)
+    p = sub.add_parser("compare", help="Table-I comparison of several run folders (written by eval)")
+    p.add_argument("runs", nargs="+", help="run folders")
+    p.add_argument("--out", default=None, help="write the long table (model, category, median, interval) as .csv/.json")
+    p.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.set_defaults(func=cmd_compare)
     return parser
 
 

@@ -64,31 +64,36 @@ def _chain_label(ex: Explanation, members: tuple[int, ...]) -> str:
     return " › ".join(node_label(ex, m) for m in members)
 
 
-def _hover(ex: Explanation, members: tuple[int, ...]) -> str:
+def _hover(ex: Explanation, members: tuple[int, ...], values: np.ndarray, value_label: str) -> str:
     t = ex.tree
     node = members[0]
     text = t.text(node).replace("\n", "⏎ ")
     text = html.escape(text[:80] + ("…" if len(text) > 80 else ""))
-    value = ex.values[node]
+    value = values[node]
     chain = " › ".join(t.type[m] for m in members)
     flags = " ERROR" if t.is_error[node] else (" MISSING" if t.is_missing[node] else "")
     return (f"<b>{html.escape(chain)}</b>{flags}<br>category: {ex.node_category[node] or '—'}<br>"
-            f"value ({ex.aggregate}): {'—' if math.isnan(value) else f'{value:.3f}'}"
+            f"{html.escape(value_label)}: {'—' if math.isnan(value) else f'{value:.3f}'}"
             f"<br>tokens: {int(ex.alignment.counts()[node])}<br>{text}")
 
 
 def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial", max_depth: int | None = None,
-                collapse_unary: bool = False, selected: int | None = None, layout: TreeLayout | None = None):
+                collapse_unary: bool = False, selected: int | None = None, layout: TreeLayout | None = None,
+                values: np.ndarray | None = None, colorscale: str = COLORSCALE, cmin: float = 0.0, cmax: float = 1.0,
+                value_label: str | None = None, title: str | None = None):
     """Node-link drawing of the AST, left to right, nodes colored by their AsC-Eval value.
 
     ``customdata`` of the node traces holds the node id (for click selection). Valued nodes are one
-    trace whose ``marker.color`` is exactly ``ex.values`` of the drawn nodes.
+    trace whose ``marker.color`` is exactly the drawn nodes' values: ``ex.values`` by default, or
+    ``values`` (shape (N,), e.g. a difference between two models, with a diverging ``colorscale``).
     """
     import plotly.graph_objects as go
 
     lay = layout or tree_layout(ex.tree, view, max_depth, collapse_unary)
     t = ex.tree
-    ex_values = ex.values[lay.node] if lay.n_boxes else np.zeros(0)
+    node_values = ex.values if values is None else np.asarray(values, dtype=np.float64)
+    value_label = value_label or f"value ({ex.aggregate})"
+    ex_values = node_values[lay.node] if lay.n_boxes else np.zeros(0)
     labels = [_chain_label(ex, mem) + (" +" if f else "") for mem, f in zip(lay.members, lay.folded)]
     # columns as wide as their longest label, in pixels, so labels never run into the edges
     label_px = np.array([CHAR_PX * len(lab) + 18 for lab in labels]) if lay.n_boxes else np.zeros(0)
@@ -108,7 +113,7 @@ def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial
         ey += [lay.y[p], lay.y[p], lay.y[c], lay.y[c], None]
     fig.add_trace(go.Scatter(x=ex_, y=ey, mode="lines", line={"color": "#9a9a9a", "width": 1}, hoverinfo="skip",
                              showlegend=False, name="edges"))
-    hovers = [_hover(ex, mem) for mem in lay.members]
+    hovers = [_hover(ex, mem, node_values, value_label) for mem in lay.members]
     has = ~np.isnan(ex_values)
     err = t.is_error[lay.node] if lay.n_boxes else np.zeros(0, bool)
     missing = t.is_missing[lay.node] if lay.n_boxes else np.zeros(0, bool)
@@ -118,10 +123,10 @@ def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial
         idx = np.flatnonzero(mask)
         marker = {"size": 12, "symbol": symbols[idx].tolist(), "line": {"color": "#222", "width": line_w[idx].tolist()}}
         if name == "value":
-            marker.update(color=ex_values[idx].tolist(), colorscale=COLORSCALE, cmin=0.0, cmax=1.0, showscale=True,
-                          colorbar={"title": {"text": f"p ({ex.aggregate})"}, "thickness": 12, "len": 0.6,
+            marker.update(color=ex_values[idx].tolist(), colorscale=colorscale, cmin=cmin, cmax=cmax, showscale=True,
+                          colorbar={"title": {"text": value_label}, "thickness": 12, "len": 0.6,
                                     "x": 1.0, "xanchor": "left", "xpad": 16, "y": 1.0, "yanchor": "top",
-                                    "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0]})
+                                    "tickvals": list(np.linspace(cmin, cmax, 6).round(2))})
         else:
             marker.update(color=NO_VALUE)
         fig.add_trace(go.Scatter(
@@ -144,7 +149,7 @@ def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial
         xaxis={"visible": False, "range": [-12, total_px]},
         yaxis={"visible": False, "autorange": "reversed"},
         plot_bgcolor="white", dragmode="pan", clickmode="event+select",
-        title={"text": f"{view} AST: {lay.n_boxes} nodes", "font": {"size": 13}})
+        title={"text": title or f"{view} AST: {lay.n_boxes} nodes", "font": {"size": 13}})
     return fig
 
 

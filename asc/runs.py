@@ -116,11 +116,13 @@ def _done_ids(out: Path) -> tuple[set[str], int]:
 def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path, *, corpus: str = "",
                aggregate: str = "median", options: AlignOptions | None = None, batch_size: int = 8,
                max_window: int | None = None, progress: bool | None = None,
-               on_progress: Callable[[int, int], None] | None = None) -> Path:
+               on_progress: Callable[[int, int], None] | None = None,
+               should_stop: Callable[[], bool] | None = None) -> Path:
     """Evaluate ``snippets`` and write/extend the run folder ``out``. Returns the folder.
 
     ``progress`` shows a tqdm bar (default: when stderr is a terminal); ``on_progress(done, total)`` is
-    called after every chunk (for UIs).
+    called after every chunk (for UIs); ``should_stop()`` is asked before every chunk and ends the
+    run early when it returns True (finished chunks stay on disk: running again resumes).
     """
     options = options or AlignOptions()
     out = Path(out)
@@ -153,6 +155,9 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
     total_done = len(snippets) - len(todo)
     try:
         for lo in range(0, len(todo), batch_size):
+            if should_stop is not None and should_stop():
+                log.info("stopped on request after %d of %d snippets", total_done, len(snippets))
+                return out
             chunk = todo[lo : lo + batch_size]
             scored = score_texts(bundle, [s.source for s in chunk], max_window=max_window)
             frames: dict[str, list] = {t: [] for t in TABLES}
@@ -179,8 +184,8 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
     return out
 
 
-def load_run(path: str | Path) -> RunData:
-    """Read a run folder written by :func:`run_corpus`."""
+def load_run(path: str | Path, tables: tuple[str, ...] = TABLES) -> RunData:
+    """Read a run folder written by :func:`run_corpus` (``tables`` left out come back empty, e.g. tokens)."""
     import pandas as pd
 
     path = Path(path)
@@ -189,7 +194,7 @@ def load_run(path: str | Path) -> RunData:
     meta = json.loads((path / "meta.json").read_text())
     frames = {}
     for table in TABLES:
-        parts = sorted((path / table).glob("part-*.parquet"))
+        parts = sorted((path / table).glob("part-*.parquet")) if table in tables else []
         frames[table] = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True) if parts else pd.DataFrame()
     return RunData(path=path, meta=meta, **frames)
 

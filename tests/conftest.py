@@ -30,3 +30,15 @@ def tiny():
 def tiny_bos():
     """The same tiny model whose tokenizer puts ``<|endoftext|>`` first (offset (0, 0))."""
     return tiny_random_model(add_bos=True)
+
+
+@pytest.fixture(scope="session")
+def runs_dir(tmp_path_factory):
+    """Run folders ``smol`` (the real SmolLM2) and ``tiny`` on the same 5 HumanEval problems."""
+    from asc import load_corpus, load_model, run_corpus
+
+    root = tmp_path_factory.mktemp("runs")
+    snippets = load_corpus("humaneval", limit=5)
+    run_corpus(load_model("smollm2-135m"), snippets, root / "smol", corpus="humaneval", progress=False)
+    run_corpus(tiny_random_model(), snippets, root / "tiny", corpus="humaneval", progress=False)
+    return root

@@ -1,7 +1,8 @@
 """End-to-end: the real app in Debian's chromium, driven by Playwright, on the SmolLM2 default.
 
 Opens the inspector, explains the example, clicks a node in the partial AST, downloads the tokens
-CSV and saves screenshots under test-output/. Skipped (with the reason) where chromium is missing;
+CSV; opens Compare with the two embedded models (SmolLM2, Gemma) and the Global page on a small
+SmolLM2 run; saves screenshots under test-output/. Skipped (with the reason) where chromium is missing;
 `make test` installs it.
 """
 
@@ -31,9 +32,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(runs_dir):
     port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ASC_RUNS_DIR": str(runs_dir)}  # small real results (conftest)
     env.pop("ASC_MODEL", None)  # the embedded default: SmolLM2-135M
     OUT.mkdir(exist_ok=True)
     log = open(OUT / "streamlit.log", "w")
@@ -60,41 +61,90 @@ def _idle(page, timeout=180_000):
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
 
 
-def test_inspector_in_chromium(server):
+def _open(browser, url: str, title: str, **kwargs):
+    """A new session on ``url``, once its page has rendered (a fresh session reports idle before its first run)."""
+    page = browser.new_page(viewport={"width": 1500, "height": 1100}, **kwargs)
+    page.goto(url)
+    page.wait_for_selector(f"h1:has-text('{title}')", timeout=120_000)
+    _idle(page)
+    return page
+
+
+def _charts(page, n: int) -> None:
+    """Wait until ``n`` plotly charts are mounted (they load lazily)."""
+    page.wait_for_function(f"document.querySelectorAll(\"[data-testid='stPlotlyChart']\").length >= {n}",
+                           timeout=60_000)
+
+
+@pytest.fixture(scope="module")
+def browser():
     from playwright.sync_api import sync_playwright
 
     OUT.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+        b = p.chromium.launch(executable_path=CHROMIUM, args=[
             "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
             "--disable-sync", "--no-first-run"])
-        page = browser.new_page(viewport={"width": 1500, "height": 1100}, accept_downloads=True)
-        page.goto(server)
-        _idle(page)
-        page.get_by_role("button", name="Explain").click()
-        page.wait_for_selector("[data-testid='stMetric']", timeout=180_000)
-        _idle(page)
-        assert page.locator("pre.asc-seq span[data-token]").count() > 30
-        assert page.locator("[data-testid='stException']").count() == 0
+        yield b
+        b.close()
 
-        # click a node of the partial AST: the details panel names it and the sequence view outlines its tokens
-        tree = page.locator(".st-key-tree_partial")
-        tree.scroll_into_view_if_needed()
-        point = tree.locator(".scatterlayer .trace").nth(1).locator("path.point").nth(2)
-        point.click(force=True)
-        page.wait_for_selector("text=/^Node \\d+: /", timeout=60_000)
-        _idle(page)
-        assert page.locator("pre.asc-seq span[style*='outline:2px']").count() >= 1
-        tree.screenshot(path=str(OUT / "inspector-tree.png"))
-        page.locator("pre.asc-seq").screenshot(path=str(OUT / "inspector-sequence.png"))
 
-        # download the tokens CSV
-        page.get_by_text("Export").click()
-        with page.expect_download() as dl:
-            page.get_by_role("button", name="Tokens CSV").click()
-        rows = list(csv.DictReader(io.StringIO(Path(dl.value.path()).read_text(encoding="utf-8"))))
-        assert rows and {"index", "text", "prob", "rank", "entropy"} <= set(rows[0])
-        assert rows[0]["text"] == "def" and rows[0]["prob"] == ""  # SmolLM2 adds no BOS: no prediction
-        assert 0.9 < float(next(r for r in rows if r["text"] == " return")["prob"]) <= 1
-        page.screenshot(path=str(OUT / "inspector.png"))
-        browser.close()
+def test_inspector_in_chromium(server, browser):
+    page = _open(browser, server, "Completion inspector", accept_downloads=True)
+    page.get_by_role("button", name="Explain").click()
+    page.wait_for_selector("[data-testid='stMetric']", timeout=180_000)
+    _idle(page)
+    assert page.locator("pre.asc-seq span[data-token]").count() > 30
+    assert page.locator("[data-testid='stException']").count() == 0
+
+    # click a node of the partial AST: the details panel names it and the sequence view outlines its tokens
+    tree = page.locator(".st-key-tree_partial")
+    tree.scroll_into_view_if_needed()
+    point = tree.locator(".scatterlayer .trace").nth(1).locator("path.point").nth(2)
+    point.click(force=True)
+    page.wait_for_selector("text=/^Node \\d+: /", timeout=60_000)
+    _idle(page)
+    assert page.locator("pre.asc-seq span[style*='outline:2px']").count() >= 1
+    tree.screenshot(path=str(OUT / "inspector-tree.png"))
+    page.locator("pre.asc-seq").screenshot(path=str(OUT / "inspector-sequence.png"))
+
+    # download the tokens CSV
+    page.get_by_text("Export").click()
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Tokens CSV").click()
+    rows = list(csv.DictReader(io.StringIO(Path(dl.value.path()).read_text(encoding="utf-8"))))
+    assert rows and {"index", "text", "prob", "rank", "entropy"} <= set(rows[0])
+    assert rows[0]["text"] == "def" and rows[0]["prob"] == ""  # SmolLM2 adds no BOS: no prediction
+    assert 0.9 < float(next(r for r in rows if r["text"] == " return")["prob"]) <= 1
+    page.screenshot(path=str(OUT / "inspector.png"))
+    page.close()
+
+
+def test_compare_two_embedded_models_in_chromium(server, browser):
+    page = _open(browser, server + "/compare-models", "Compare models on one snippet")
+    from playwright.sync_api import expect
+
+    chosen = page.locator(".st-key-cmp_models")  # the two embedded models are preselected
+    expect(chosen).to_contain_text("smollm2-135m", timeout=60_000)
+    expect(chosen).to_contain_text("gemma3-270m")
+    page.get_by_role("button", name="Compare").click()
+    page.wait_for_selector("text=Nodes where they disagree most", timeout=300_000)
+    _idle(page, 300_000)
+    assert page.locator("[data-testid='stException']").count() == 0
+    _charts(page, 3)  # two model trees + the difference tree
+    diff = page.locator(".st-key-cmpbox_diff")
+    diff.scroll_into_view_if_needed()
+    diff.screenshot(path=str(OUT / "compare-difference.png"))
+    page.close()
+
+
+def test_global_page_in_chromium(server, browser):
+    page = _open(browser, server + "/global-asc-eval", "Global AsC-Eval")
+    page.wait_for_selector("text=AsC-Eval per model (Table I)", timeout=120_000)
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert page.get_by_text("smollm2-135m").count() >= 1
+    _charts(page, 3)
+    charts = page.locator("[data-testid='stPlotlyChart']")
+    charts.first.scroll_into_view_if_needed()
+    charts.first.screenshot(path=str(OUT / "global-bars.png"))
+    page.close()

@@ -160,3 +160,73 @@ def test_switching_models_frees_the_previous_one(tmp_path):
     gc.collect()
     assert first() is None and second.name == "tiny-folder"
     ui.get_bundle.clear()
+
+
+# --- Global AsC-Eval and Compare pages ---------------------------------------------------------
+
+GLOBAL_PAGE = str(ROOT / "pages" / "global_eval.py")
+COMPARE_PAGE = str(ROOT / "pages" / "compare.py")
+
+
+def test_global_page_without_results_says_how_to_get_them(monkeypatch, tmp_path):
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))
+    at = AppTest.from_file(GLOBAL_PAGE, default_timeout=120)
+    at.run()
+    assert not at.exception
+    assert any("No results yet" in i.value for i in at.info)
+
+
+@pytest.mark.real
+def test_global_page_numbers_equal_backend(monkeypatch, runs_dir):
+    from asc import load_categories, load_run
+    from asc.compare import summary_table, wide_table
+
+    monkeypatch.setenv("ASC_RUNS_DIR", str(runs_dir))
+    at = AppTest.from_file(GLOBAL_PAGE, default_timeout=180)
+    at.run()
+    assert not at.exception and not at.error
+    assert len(at.multiselect(key="results").value) == 2  # newest run per model preselected
+    shown = at.dataframe[0].value
+    runs = [load_run(runs_dir / name) for name in ("smol", "tiny")]
+    expected = wide_table(summary_table(runs, load_categories("python").categories, n_boot=500, seed=0))
+    assert list(shown["model"]) == list(expected["model"]) == ["smollm2-135m", "tiny-random"]
+    np.testing.assert_allclose(shown["Global"].to_numpy(float), expected["Global"].to_numpy(float))
+    np.testing.assert_allclose(shown["Scope"].to_numpy(float), expected["Scope"].to_numpy(float))
+    # a widget changes one output: the threshold moves the line in the category bars
+    at.number_input(key="threshold").set_value(0.8).run()
+    bars = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "barmode" in json.loads(c.proto.spec)
+                ["layout"])
+    assert any(s.get("y0") == 0.8 for s in bars["layout"]["shapes"])
+    assert any(d.value is not None and "difference" in getattr(d.value, "columns", []) for d in at.dataframe)
+
+
+def test_compare_page_model_against_itself_is_zero(monkeypatch, tmp_path, tiny):
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    folder = tmp_path / "tiny-copy"
+    tiny.model.save_pretrained(folder)
+    tiny.tokenizer.save_pretrained(folder)
+    at = AppTest.from_file(COMPARE_PAGE, default_timeout=120)
+    at.session_state["settings"] = TINY
+    at.run()
+    assert any("Compare" in i.value for i in at.info)
+    at.multiselect(key="cmp_models").set_value(["tiny-random"]).run()
+    at.text_input(key="cmp_other").set_value(str(folder)).run()
+    _button(at, "Compare").click().run()
+    assert not at.exception and not at.error
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    diff = next(c for c in charts if c["layout"]["title"]["text"].startswith("difference tree"))
+    colors = next(t for t in diff["data"] if t.get("name") == "value")["marker"]["color"]
+    assert colors and all(v == 0 for v in colors)
+    ex = explain(tiny, at.text_area(key="cmp_code").value)
+    model_tree = next(t for t in charts[0]["data"] if t.get("name") == "value")
+    np.testing.assert_allclose(model_tree["marker"]["color"], ex.values[np.array(model_tree["customdata"])])
+
+
+def test_compare_page_needs_two_models(monkeypatch):
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    at = AppTest.from_file(COMPARE_PAGE, default_timeout=120)
+    at.session_state["settings"] = TINY
+    at.run()
+    at.multiselect(key="cmp_models").set_value(["tiny-random"]).run()
+    _button(at, "Compare").click().run()
+    assert any("at least two models" in e.value for e in at.error)

@@ -1,0 +1,126 @@
+"""Background corpus runs: a queue that evaluates corpora in one worker thread, with progress.
+
+The app submits runs here so they go on while the user switches pages or closes the tab; the
+queue is shared by every session of the app process. Runs execute one at a time (the CPU is the
+bottleneck: two runs in parallel would only slow each other down) and write resumable run folders
+(:func:`asc.runs.run_corpus`), so a run cancelled or cut by a restart continues where it stopped
+when submitted again.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .corpus import load_corpus
+from .errors import AscError
+from .runs import run_corpus
+
+__all__ = ["Job", "JobQueue", "run_folder"]
+
+log = logging.getLogger(__name__)
+
+
+def run_folder(root: str | Path, model: str, corpus: str, limit: int | None) -> Path:
+    """The conventional folder of a run: ``<root>/<model>__<corpus>__<limit|all>``."""
+    def slug(text: str) -> str:
+        return re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(text).name if ("/" in text or "\\" in text) else text)[:60]
+
+    return Path(root) / f"{slug(model)}__{slug(corpus)}__{limit if limit else 'all'}"
+
+
+@dataclass
+class Job:
+    """One corpus run. Mutable fields are updated by the worker thread; read them, do not write."""
+
+    id: int
+    model: str
+    corpus: str
+    limit: int | None
+    out: Path
+    batch_size: int = 8
+    status: str = "queued"  # queued | running | done | failed | cancelled
+    done: int = 0
+    total: int = 0
+    error: str = ""
+    submitted: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
+    cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def elapsed(self) -> float:
+        if self.started is None:
+            return 0.0
+        return (self.finished or time.time()) - self.started
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("queued", "running")
+
+
+class JobQueue:
+    """Corpus runs executed one at a time by a daemon thread started on the first submit."""
+
+    def __init__(self, load: Callable[[str], object]):
+        self._load = load  # model spec -> ModelBundle (the app passes its cached loader)
+        self._queue: queue.Queue[Job] = queue.Queue()
+        self._jobs: list[Job] = []
+        self._lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+
+    def submit(self, model: str, corpus: str, limit: int | None, root: str | Path, batch_size: int = 8) -> Job:
+        with self._lock:
+            job = Job(id=len(self._jobs) + 1, model=model, corpus=corpus, limit=limit,
+                      out=run_folder(root, model, corpus, limit), batch_size=batch_size)
+            self._jobs.append(job)
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(target=self._work, name="asc-corpus-runs", daemon=True)
+                self._worker.start()
+        self._queue.put(job)
+        return job
+
+    def jobs(self) -> list[Job]:
+        with self._lock:
+            return list(self._jobs)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until no job is queued or running (tests, CLI); False on timeout."""
+        end = None if timeout is None else time.time() + timeout
+        while any(j.active for j in self.jobs()):
+            if end is not None and time.time() > end:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def _work(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job.cancel.is_set():
+                job.status, job.finished = "cancelled", time.time()
+                continue
+            job.status, job.started = "running", time.time()
+            try:
+                snippets = load_corpus(job.corpus, limit=job.limit)
+                job.total = len(snippets)
+                bundle = self._load(job.model)
+
+                def progress(done: int, total: int, job: Job = job) -> None:
+                    job.done, job.total = done, total
+
+                run_corpus(bundle, snippets, job.out, corpus=job.corpus, progress=False, on_progress=progress,
+                           batch_size=job.batch_size, should_stop=job.cancel.is_set)
+                job.status = "cancelled" if job.cancel.is_set() else "done"
+            except AscError as err:
+                job.status, job.error = "failed", str(err)
+            except Exception as err:  # keep the worker alive; report the failure in the UI
+                log.exception("corpus run %s failed", job.id)
+                job.status, job.error = "failed", f"{type(err).__name__}: {err}"
+            finally:
+                job.finished = time.time()

@@ -1,0 +1,120 @@
+"""Compare: two or three models on one snippet, on the same AST, and their difference node by node.
+
+Every model's tokens are bound to the nodes of one tree (the tree depends on the text, not on the
+tokenizer), so the comparison is tokenizer-independent.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import ui
+from asc import EMBEDDED, AscError
+from asc.compare import compare_snippet
+from asc.figures import figure_html, tree_figure
+
+settings: ui.Settings = st.session_state.get("settings") or ui.default_settings()
+st.title("Compare models on one snippet")
+st.caption("Each model's AsC-Eval on the same syntax tree, and model A minus model B per node on a diverging "
+           "scale (blue: A more confident, red: B more confident).")
+
+examples = ui.examples()
+if "cmp_code" not in st.session_state:
+    st.session_state["cmp_example"] = "count_chars.py"
+    st.session_state["cmp_code"] = examples["count_chars.py"]
+
+left, right = st.columns([3, 2])
+with right:
+    names = [n for n in EMBEDDED]
+    default = [n for n in (ui.default_model(), "gemma3-270m" if ui.default_model() != "gemma3-270m" else "smollm2-135m")
+               if n in names]
+    models = st.multiselect("Models (2 or 3)", names, default=default, max_selections=3, key="cmp_models")
+    other = st.text_input("Other models (comma-separated Hugging Face ids or paths)", key="cmp_other")
+    chosen = (models + [m.strip() for m in other.split(",") if m.strip()])[:3]
+    run = st.button("Compare", type="primary", width="stretch", key="cmp_run")
+with left:
+    st.selectbox("Example", list(examples), key="cmp_example",
+                 on_change=lambda: st.session_state.update(cmp_code=examples[st.session_state["cmp_example"]]))
+    code = st.text_area("Code", key="cmp_code", height=220)
+
+if run:
+    try:
+        if len(chosen) < 2:
+            raise ValueError("Choose at least two models.")
+        if not code.strip():
+            raise ValueError("The editor is empty: pick an example or paste some code.")
+        ui.check_length(code)
+        explanations = []
+        for model in chosen:
+            with st.spinner(f"{model}: loading and scoring..."):
+                ui.get_bundle(model, settings.trust_remote_code)
+                explanations.append(ui.cached_explain(model, settings.trust_remote_code, code, settings.language,
+                                                      settings.aggregate))
+        st.session_state["comparison"] = compare_snippet(explanations, chosen)
+    except (AscError, ValueError) as err:
+        st.error(str(err))  # the previous comparison stays below
+    except Exception as err:  # a model that cannot be loaded: say so, keep the page alive
+        st.error(f"{type(err).__name__}: {err}")
+
+comp = st.session_state.get("comparison")
+if comp is None:
+    st.info("Choose two or three models and press **Compare**.")
+    st.stop()
+
+exs = comp.explanations
+summary = {m: {"cross-entropy": ex.loss, "perplexity": ex.perplexity, "tokens": ex.scores.n_tokens,
+               **ex.category_values} for m, ex in zip(comp.models, exs)}
+table = pd.DataFrame(summary).T
+st.dataframe(table, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                                       for c in table.columns if c != "tokens"})
+st.caption(f"{exs[0].tree.n_nodes} AST nodes shared by all models; tokens differ per tokenizer.")
+
+view = st.radio("Tree", ["partial", "complete"], horizontal=True, key="cmp_view",
+                format_func={"partial": "Partial AST (named nodes)", "complete": "Complete AST"}.get)
+cols = st.columns(len(exs))
+trees = []
+for col, model, ex in zip(cols, comp.models, exs):
+    fig = tree_figure(ex, view, collapse_unary=True, title=f"{model}: loss {ex.loss:.3f}")
+    trees.append(fig)
+    box = col.container(key=f"cmpbox_{len(trees)}")
+    box.html(f"<style>.st-key-cmptree_{len(trees)}{{min-width:{int(fig.layout.width)}px;max-width:none !important}}"
+             f".st-key-cmpbox_{len(trees)}{{overflow-x:auto}}</style>")
+    box.plotly_chart(fig, key=f"cmptree_{len(trees)}", width=int(fig.layout.width))
+
+st.subheader("Difference")
+a_col, b_col = st.columns(2)
+a = a_col.selectbox("Model A", range(len(exs)), format_func=lambda i: comp.models[i], key="cmp_a")
+b = b_col.selectbox("Model B", range(len(exs)), index=1, format_func=lambda i: comp.models[i], key="cmp_b")
+diff = comp.difference(a, b)
+label = f"{comp.models[a]} − {comp.models[b]}"
+# a symmetric scale fitted to the largest difference (at least +-0.2), so small gaps stay visible
+span = max(0.2, float(np.ceil(np.nanmax(np.abs(diff), initial=0.0) * 10) / 10))
+diff_fig = tree_figure(exs[a], view, collapse_unary=True, values=diff, colorscale="RdBu", cmin=-span, cmax=span,
+                       value_label=label, title=f"difference tree: {label} (scale ±{span:g})")
+box = st.container(key="cmpbox_diff")
+box.html(f"<style>.st-key-cmptree_diff{{min-width:{int(diff_fig.layout.width)}px;max-width:none !important}}"
+         ".st-key-cmpbox_diff{overflow-x:auto}</style>")
+box.plotly_chart(diff_fig, key="cmptree_diff", width=int(diff_fig.layout.width))
+worst = comp.disagreements(a, b, k=15)
+st.markdown("**Nodes where they disagree most**")
+st.dataframe(worst, hide_index=True, width="stretch")
+
+with st.expander("Export"):
+    e1, e2 = st.columns(2)
+    e1.download_button("Per-model summary (CSV)", lambda: table.to_csv(), "compare-summary.csv", "text/csv",
+                       on_click="ignore", key="dl_cmp_summary")
+    e1.download_button("Node values (CSV)", lambda: pd.DataFrame(
+        {"id": range(exs[0].tree.n_nodes), "type": exs[0].tree.type,
+         **{m: comp.values[i] for i, m in enumerate(comp.models)}}).to_csv(index=False),
+        "compare-nodes.csv", "text/csv", on_click="ignore", key="dl_cmp_nodes")
+    e1.download_button("Disagreements (JSON)", lambda: json.dumps(worst.to_dict(orient="records"), default=str),
+                       "compare-disagreements.json", "application/json", on_click="ignore", key="dl_cmp_json")
+    e2.download_button("Difference tree (HTML)", lambda: figure_html(diff_fig), "difference-tree.html", "text/html",
+                       on_click="ignore", key="dl_cmp_diff")
+    for i, (model, fig) in enumerate(zip(comp.models, trees)):
+        e2.download_button(f"{model} tree (HTML)", lambda fig=fig: figure_html(fig), f"tree-{i + 1}.html",
+                           "text/html", on_click="ignore", key=f"dl_cmp_tree_{i}")

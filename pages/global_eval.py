@@ -1,0 +1,148 @@
+"""Global AsC-Eval: corpus runs per model, Table I, Fig. 3 and Fig. 6 of the paper, model differences.
+
+Runs started here go to the app-wide background queue (they continue when the user leaves the
+page); results are the run folders under ``runs/`` (or ``$ASC_RUNS_DIR``), including those written
+by ``python -m asc eval``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import ui
+from asc import BUILTIN_CORPORA, EMBEDDED, load_categories
+from asc.compare import difference_table, run_labels, type_table, wide_table
+from asc.concepts import GLOBAL
+from asc.corpus_figures import category_bars, concept_treemap, difference_bars, styled_table, value_distribution
+from asc.figures import figure_html
+
+st.title("Global AsC-Eval")
+st.caption("AsC-Eval over whole corpora: the bootstrapped median of node values per syntax category (paper "
+           "Table I, Fig. 3) and the distribution of node values (Fig. 6), for one or several models.")
+
+queue = ui.job_queue()
+with st.expander("Run a corpus evaluation", expanded=not ui.run_folders()):
+    c1, c2, c3 = st.columns([3, 2, 1])
+    models = c1.multiselect("Models", list(EMBEDDED), default=[ui.default_model()] if ui.default_model() in EMBEDDED
+                            else [], key="run_models")
+    other = c1.text_input("Other models (comma-separated Hugging Face ids or paths)", key="run_other")
+    corpus = c2.selectbox("Corpus", [*BUILTIN_CORPORA, "a folder, .py/.java or .jsonl path"], key="run_corpus")
+    if corpus not in BUILTIN_CORPORA:
+        corpus = c2.text_input("Corpus path", key="run_corpus_path").strip()
+    limit = c3.number_input("Limit (0 = all)", 0, 100_000, 50, step=10, key="run_limit")
+    if st.button("Start", type="primary", key="run_start"):
+        chosen = models + [m.strip() for m in other.split(",") if m.strip()]
+        if not chosen or not corpus:
+            st.error("Choose at least one model and a corpus.")
+        for model in chosen:
+            queue.submit(model, corpus, int(limit) or None, ui.runs_dir())
+
+
+@st.fragment(run_every=2.0)
+def job_panel() -> None:
+    """Progress of the background runs, refreshed every 2 s while the page is open."""
+    jobs = queue.jobs()
+    if not jobs:
+        return
+    for job in reversed(jobs[-6:]):
+        label = f"#{job.id} {job.model} on {job.corpus} ({job.limit or 'all'}): {job.status}"
+        if job.status == "running" and job.total:
+            label += f", {job.done}/{job.total} snippets, {job.elapsed:.0f} s"
+        elif job.status == "done":
+            label += f" in {job.elapsed:.0f} s"
+        cols = st.columns([6, 1])
+        cols[0].progress(job.done / job.total if job.total else 0.0, text=label)
+        if job.error:
+            cols[0].error(job.error)
+        if job.active and cols[1].button("Cancel", key=f"cancel_{job.id}"):
+            job.cancel.set()
+
+
+job_panel()
+
+folders = ui.run_folders()
+if not folders:
+    st.info("No results yet: start a run above, or from a shell: "
+            "`.venv/bin/python -m asc eval --corpus humaneval --limit 50 --out runs/smollm2-he`.")
+    st.stop()
+
+titles = {f: ui.run_title(f) for f in folders}
+latest: dict[tuple[str, str], object] = {}
+for f in folders:  # the newest run per (model, corpus) is preselected
+    model_name, corpus_name = titles[f].split(" · ")[:2]
+    latest.setdefault((model_name, corpus_name), f)
+chosen = st.multiselect("Results to show", folders, default=list(latest.values())[:4], format_func=titles.get,
+                        key="results")
+if not chosen:
+    st.info("Choose one or more results above.")
+    st.stop()
+s1, s2, s3 = st.columns(3)
+threshold = s1.number_input("Threshold", 0.0, 1.0, 0.6, 0.05, key="threshold",
+                            help="the paper's 'acceptable confidence' line")
+n_boot = s2.number_input("Bootstrap resamples", 100, 5000, 500, 100, key="n_boot")
+seed = s3.number_input("Seed", 0, 2**31 - 1, 0, key="boot_seed")
+
+runs = [ui.cached_run(f) for f in chosen]
+labels = run_labels(runs)
+language = str(runs[0].snippets["language"].iloc[0]) if len(runs[0].snippets) else "python"
+categories = load_categories(language).categories
+with st.spinner("Bootstrapping..."):
+    summary = ui.cached_summary(chosen, categories, int(n_boot), int(seed))
+wide = wide_table(summary)
+
+st.subheader("AsC-Eval per model (Table I)")
+st.dataframe(styled_table(wide, threshold), hide_index=True, width="stretch")
+st.caption(f"Bootstrapped median of node values ({n_boot} resamples, seed {seed}); red below {threshold:g}, "
+           "blue at or above; 'absent': no node of that category in the corpus.")
+with st.expander("Intervals and counts (long table)"):
+    st.dataframe(summary, hide_index=True, width="stretch")
+bars = category_bars(summary, threshold)
+st.plotly_chart(bars, key="bars")
+
+d1, d2 = st.columns(2)
+dist_cat = d1.selectbox("Distribution of", [GLOBAL, *categories], key="dist_cat")
+dist = value_distribution({label: run.nodes for label, run in zip(labels, runs)}, dist_cat)
+d1.plotly_chart(dist, key="dist")
+types = [type_table(run, label) for run, label in zip(runs, labels)]
+types_all = pd.concat(types, ignore_index=True)
+type_cat = d2.selectbox("Node types behind", categories, key="type_cat")
+d2.dataframe(types_all[types_all["category"] == type_cat], hide_index=True, width="stretch",
+             column_config={"median": st.column_config.NumberColumn(format="%.3f"),
+                            "mean": st.column_config.NumberColumn(format="%.3f"),
+                            "share": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f")})
+treemap = concept_treemap(types_all)
+st.plotly_chart(treemap, key="treemap")
+
+diff_cat = diff_type = diff_fig = None
+if len(runs) >= 2:
+    st.subheader("Difference between two models")
+    a_col, b_col = st.columns(2)
+    a = a_col.selectbox("Model A", range(len(runs)), format_func=lambda i: labels[i], key="diff_a")
+    b = b_col.selectbox("Model B", range(len(runs)), index=1, format_func=lambda i: labels[i], key="diff_b")
+    diff_cat = difference_table(runs[a], runs[b], "category")
+    diff_type = difference_table(runs[a], runs[b], "type")
+    diff_fig = difference_bars(diff_type, label="type")
+    t1, t2 = st.columns([2, 3])
+    t1.dataframe(diff_cat, hide_index=True, width="stretch")
+    t2.plotly_chart(diff_fig, key="diff_bars")
+
+with st.expander("Export"):
+    e1, e2, e3 = st.columns(3)
+    e1.download_button("Table I (CSV)", lambda: wide.to_csv(index=False), "asc-eval-table.csv", "text/csv",
+                       on_click="ignore", key="dl_wide")
+    e1.download_button("Intervals (CSV)", lambda: summary.to_csv(index=False), "asc-eval-intervals.csv", "text/csv",
+                       on_click="ignore", key="dl_long")
+    e1.download_button("Intervals (JSON)", lambda: summary.to_json(orient="records", indent=1),
+                       "asc-eval-intervals.json", "application/json", on_click="ignore", key="dl_long_json")
+    e2.download_button("Node types (CSV)", lambda: types_all.to_csv(index=False), "asc-eval-node-types.csv",
+                       "text/csv", on_click="ignore", key="dl_types")
+    if diff_type is not None:
+        e2.download_button("Differences (CSV)", lambda: pd.concat([diff_cat, diff_type]).to_csv(index=False),
+                           "asc-eval-differences.csv", "text/csv", on_click="ignore", key="dl_diff")
+    e3.download_button("Category bars (HTML)", lambda: figure_html(bars), "asc-eval-bars.html", "text/html",
+                       on_click="ignore", key="dl_bars")
+    e3.download_button("Distribution (HTML)", lambda: figure_html(dist), "asc-eval-distribution.html", "text/html",
+                       on_click="ignore", key="dl_dist")
+    e3.download_button("Treemap (HTML)", lambda: figure_html(treemap), "asc-eval-treemap.html", "text/html",
+                       on_click="ignore", key="dl_treemap")
