@@ -230,3 +230,25 @@ def test_compare_page_needs_two_models(monkeypatch):
     at.multiselect(key="cmp_models").set_value(["tiny-random"]).run()
     _button(at, "Compare").click().run()
     assert any("at least two models" in e.value for e in at.error)
+
+
+def test_global_page_starts_a_background_run(monkeypatch, tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(json.dumps({"id": f"s{i}", "code": f"def f{i}(x):\n    return [x, {i}]\n"})
+                                for i in range(5)))
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path / "runs"))
+    at = AppTest.from_file(GLOBAL_PAGE, default_timeout=120)
+    at.run()
+    assert at.multiselect(key="run_models").value == ["tiny-random"]
+    at.selectbox(key="run_corpus").set_value("a folder, .py/.java or .jsonl path").run()
+    at.text_input(key="run_corpus_path").set_value(str(corpus)).run()
+    at.number_input(key="run_limit").set_value(0).run()
+    _button(at, "Start").click().run()
+    assert ui.job_queue().wait(120)
+    job = ui.job_queue().jobs()[-1]
+    assert job.status == "done" and job.total == 5 and job.out.parent == tmp_path / "runs"
+    at.run()
+    assert not at.exception
+    assert any(t.value == "AsC-Eval per model (Table I)" for t in at.subheader)
+    assert at.dataframe[0].value["snippets"].tolist() == [5]
