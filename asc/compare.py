@@ -109,6 +109,8 @@ def difference_table(run_a: RunData, run_b: RunData, level: str = "category"):
     table.insert(0, "model_a", label_a)
     if level == "type":  # largest disagreements first
         table = table.sort_values("difference", key=lambda d: -d.abs(), na_position="last")
+    else:  # Global first, then the categories
+        table = table.sort_values("category", key=lambda c: c != GLOBAL, kind="stable")
     return table.reset_index(drop=True)
 
 

@@ -152,3 +152,11 @@ def test_cli_compare_prints_and_writes(runs, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "asc", "compare", str(tmp_path)], capture_output=True, text=True,
                          env=env, timeout=120)
     assert bad.returncode == 2 and "meta.json" in bad.stderr
+
+
+@pytest.mark.real
+def test_difference_by_category_lists_global_first(runs):
+    smol, tiny = runs
+    table = difference_table(smol, tiny, "category")
+    assert table["category"].iloc[0] == GLOBAL
+    assert list(table["category"].iloc[1:]) == sorted(table["category"].iloc[1:])
