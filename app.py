@@ -17,6 +17,7 @@ page = st.navigation([
             url_path="inspector"),
     st.Page("pages/compare.py", title="Compare models", icon=":material/compare_arrows:", url_path="compare-models"),
     st.Page("pages/global_eval.py", title="Global AsC-Eval", icon=":material/bar_chart:", url_path="global-asc-eval"),
+    st.Page("pages/causal.py", title="Causal effects", icon=":material/hub:", url_path="causal-effects"),
 ])
 with st.sidebar:
     st.caption("AsC Studio explains code models in terms of syntax: AsC-Eval, AsC-Viz (ASTxplainer).")

@@ -110,6 +110,31 @@ def cached_summary(paths: list[Path], categories: tuple[str, ...], n_boot: int, 
     return _summary(tuple(map(str, paths)), tuple(_stamp(p) for p in paths), categories, n_boot, seed)
 
 
+@st.cache_resource(show_spinner=False)
+def _causal_store() -> dict:
+    return {}
+
+
+def causal_result(path: Path, min_snippets: int, simulations: int, seed: int):
+    """AsC-Causal of a run, cached by (results folder state, settings); shows progress while computing."""
+    from asc import load_categories
+    from asc.causal import causal_table, snippet_table, treatments_of
+
+    key = (str(path), _stamp(path), min_snippets, simulations, seed)
+    store = _causal_store()
+    if key not in store:
+        run = _run(str(path), _stamp(path))
+        language = str(run.snippets["language"].iloc[0]) if len(run.snippets) else "python"
+        table = snippet_table(run)
+        treatments = treatments_of(load_categories(language))
+        bar = st.progress(0.0, text=f"Estimating effects for {run_title(path)}")
+        result = causal_table(table, treatments, min_snippets=min_snippets, seed=seed, simulations=simulations,
+                              on_progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t} treatments"))
+        bar.empty()
+        store[key] = (table, result)
+    return store[key]
+
+
 def run_title(path: Path) -> str:
     """``model · corpus · N snippets`` for a run folder (from its meta.json)."""
     import json

@@ -1,4 +1,4 @@
-"""Command line: ``python -m asc {models,explain,eval,compare} ...`` (``--help`` on each).
+"""Command line: ``python -m asc {models,explain,eval,compare,causal} ...`` (``--help`` on each).
 
 Errors the user can fix (missing file, invalid UTF-8, empty input, unknown model or corpus) exit
 with status 2 and one line on stderr; ``--debug`` shows the traceback of unexpected failures.
@@ -164,6 +164,37 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_causal(args) -> int:
+    from .causal import causal_table, snippet_table, treatments_of
+    from .runs import load_run
+
+    run = load_run(args.run, tables=("snippets", "concepts"))
+    language = str(run.snippets["language"].iloc[0]) if len(run.snippets) else "python"
+    table = snippet_table(run)
+    treatments = treatments_of(load_categories(language))
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(treatments), unit="treatment", desc="AsC-Causal", file=sys.stderr)
+    result = causal_table(table, treatments, min_snippets=args.min_snippets, seed=args.seed,
+                          simulations=args.simulations, on_progress=(lambda d, t: bar.update(1)) if bar else None)
+    if bar is not None:
+        bar.close()
+    out = Path(args.out)
+    if out.suffix == ".json":
+        out.write_text(result.to_json(orient="records", indent=1))
+    else:
+        result.to_csv(out, index=False)
+    import pandas as pd
+
+    cols = ["treatment", "n", "r_loss", "ate", "ci_low", "ci_high", "status"]
+    with pd.option_context("display.width", 200, "display.max_colwidth", 60):
+        print(result[[c for c in cols if c in result.columns]].to_string(index=False, float_format=lambda v: f"{v:+.3f}"))
+    print(f"\nfull table (r with each confounder, p-values, refuter effects and verdicts): {out}")
+    return 0
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     from .models import DEFAULT_MODEL
 
@@ -210,6 +241,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("causal", help="AsC-Causal: Pearson r and dowhy effects of concepts on the loss (Table II)")
+    p.add_argument("run", help="a run folder written by eval")
+    p.add_argument("--out", required=True, help="output table (.csv or .json)")
+    p.add_argument("--min-snippets", type=int, default=30, help="fewer snippets with a treatment: 'not enough data'")
+    p.add_argument("--simulations", type=int, default=50, help="simulations per refuter")
+    p.add_argument("--seed", type=int, default=0, help="seed of the refuters")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_causal)
     return parser
 
 

@@ -1,0 +1,87 @@
+"""Causal effects (AsC-Causal, paper Table II): which syntax concepts drive the model's loss.
+
+Widgets and calls into ``asc.causal`` only; estimates are cached by (results folder, settings).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import ui
+from asc.causal import CONFOUNDERS
+from asc.corpus_figures import causal_graph_figure, treatment_scatter
+from asc.figures import figure_html
+
+st.title("Causal effects")
+st.caption("Per concept: Pearson r with the confounders and the loss, and the average treatment effect "
+           "p(Y | do(T)) of the snippet's AsC-Eval value on its cross-entropy, controlling for sequence size, AST "
+           "levels, AST nodes and cyclomatic complexity (dowhy: backdoor, linear regression), checked by three "
+           "refuters. A concept absent from a snippet is missing, not 0.")
+
+folders = ui.run_folders()
+if not folders:
+    st.info("No results yet: run a corpus on the Global AsC-Eval page, or "
+            "`.venv/bin/python -m asc eval --corpus humaneval --out runs/smollm2-he` (100+ snippets recommended).")
+    st.stop()
+titles = {f: ui.run_title(f) for f in folders}
+chosen = st.multiselect("Results (one or two models)", folders, default=folders[:1], max_selections=2,
+                        format_func=titles.get, key="causal_runs")
+c1, c2, c3 = st.columns(3)
+min_n = c1.number_input("Minimum snippets per treatment", 5, 10_000, 30, 5, key="causal_min")
+sims = c2.number_input("Refuter simulations", 10, 500, 50, 10, key="causal_sims")
+seed = c3.number_input("Seed", 0, 2**31 - 1, 0, key="causal_seed")
+if not chosen:
+    st.info("Choose one or two results above.")
+    st.stop()
+
+results = {}
+for path in chosen:
+    table, result = ui.causal_result(path, int(min_n), int(sims), int(seed))
+    results[titles[path].split(" · ")[0] + f" · {path.name}"] = (table, result)
+
+cols = ["treatment", "n", *[f"r_{z}" for z in CONFOUNDERS], "r_loss", "p_loss", "ate", "ci_low", "ci_high",
+        "placebo", "random_cause", "subset", "status"]
+frames = []
+for label, (_, result) in results.items():
+    shown = result[[c for c in cols if c in result.columns]].copy()
+    shown.insert(0, "model", label)
+    frames.append(shown)
+combined = pd.concat(frames, ignore_index=True)
+st.subheader("Table II")
+if len(results) == 2:  # side by side: one column block per model
+    a, b = (f.set_index("treatment").drop(columns="model") for f in frames)
+    view = a.join(b, lsuffix=" · A", rsuffix=" · B").reset_index()
+    st.caption(f"A = {list(results)[0]}, B = {list(results)[1]}")
+else:
+    view = frames[0].drop(columns="model")
+st.dataframe(view, hide_index=True, width="stretch",
+             column_config={c: st.column_config.NumberColumn(format="%.3f") for c in view.columns
+                            if c.startswith(("r_", "p_", "ate", "ci_"))})
+st.caption("r: Pearson correlation of the treatment with each confounder and with the loss; ATE: change of the "
+           "loss (nats/token) when the concept's value goes from 0 to 1, with its 95% interval. Verdicts: placebo "
+           "(treatment permuted) should give ~0; a random common cause and random 80% subsets should leave the "
+           "effect unchanged.")
+
+g1, g2 = st.columns(2)
+graph = causal_graph_figure()
+g1.plotly_chart(graph, key="causal_graph")
+label = g2.selectbox("Scatter of", list(results), key="causal_scatter_model")
+table, result = results[label]
+estimated = result[result["status"] == "estimated"]["treatment"].tolist() or result["treatment"].tolist()
+treatment = g2.selectbox("Concept", estimated, key="causal_treatment")
+scatter = treatment_scatter(table, treatment) if treatment in table.columns else None
+if scatter is not None:
+    g2.plotly_chart(scatter, key="causal_scatter")
+
+with st.expander("Export"):
+    e1, e2 = st.columns(2)
+    e1.download_button("Table II (CSV)", lambda: pd.concat([r.assign(model=m) for m, (_, r) in results.items()])
+                       .to_csv(index=False), "asc-causal.csv", "text/csv", on_click="ignore", key="dl_causal")
+    e1.download_button("Snippet table (CSV)", lambda: pd.concat([t.assign(model=m) for m, (t, _) in results.items()])
+                       .to_csv(), "asc-causal-snippets.csv", "text/csv", on_click="ignore", key="dl_causal_snip")
+    e2.download_button("Causal graph (HTML)", lambda: figure_html(graph), "causal-graph.html", "text/html",
+                       on_click="ignore", key="dl_causal_graph")
+    if scatter is not None:
+        e2.download_button("Scatter (HTML)", lambda: figure_html(scatter), "causal-scatter.html", "text/html",
+                           on_click="ignore", key="dl_causal_scatter")
