@@ -135,6 +135,16 @@ def causal_result(path: Path, min_snippets: int, simulations: int, seed: int):
     return store[key]
 
 
+def runs_or_stop(where: str) -> tuple[list[Path], dict[Path, str]]:
+    """Run folders and their titles; without any, say how to make one (``where``) and stop the page."""
+    folders = run_folders()
+    if not folders:
+        st.info(f"No results yet: {where}, or from a shell: "
+                "`.venv/bin/python -m asc eval --corpus humaneval --out runs/smollm2-he`.")
+        st.stop()
+    return folders, {f: run_title(f) for f in folders}
+
+
 def run_title(path: Path) -> str:
     """``model · corpus · N snippets`` for a run folder (from its meta.json)."""
     import json

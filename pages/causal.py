@@ -19,12 +19,7 @@ st.caption("Per concept: Pearson r with the confounders and the loss, and the av
            "levels, AST nodes and cyclomatic complexity (dowhy: backdoor, linear regression), checked by three "
            "refuters. A concept absent from a snippet is missing, not 0.")
 
-folders = ui.run_folders()
-if not folders:
-    st.info("No results yet: run a corpus on the Global AsC-Eval page, or "
-            "`.venv/bin/python -m asc eval --corpus humaneval --out runs/smollm2-he` (100+ snippets recommended).")
-    st.stop()
-titles = {f: ui.run_title(f) for f in folders}
+folders, titles = ui.runs_or_stop("run a corpus (100+ snippets recommended) on the Global AsC-Eval page")
 chosen = st.multiselect("Results (one or two models)", folders, default=folders[:1], max_selections=2,
                         format_func=titles.get, key="causal_runs")
 c1, c2, c3 = st.columns(3)

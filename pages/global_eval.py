@@ -61,13 +61,7 @@ def job_panel() -> None:
 
 job_panel()
 
-folders = ui.run_folders()
-if not folders:
-    st.info("No results yet: start a run above, or from a shell: "
-            "`.venv/bin/python -m asc eval --corpus humaneval --limit 50 --out runs/smollm2-he`.")
-    st.stop()
-
-titles = {f: ui.run_title(f) for f in folders}
+folders, titles = ui.runs_or_stop("start a run above")
 latest: dict[tuple[str, str], object] = {}
 for f in folders:  # the newest run per (model, corpus) is preselected
     model_name, corpus_name = titles[f].split(" · ")[:2]
