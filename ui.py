@@ -110,6 +110,9 @@ def cached_summary(paths: list[Path], categories: tuple[str, ...], n_boot: int, 
     return _summary(tuple(map(str, paths)), tuple(_stamp(p) for p in paths), categories, n_boot, seed)
 
 
+CAUSAL_KEEP = 16  # causal tables kept (oldest dropped first): a long-running app must not grow without bound
+
+
 @st.cache_resource(show_spinner=False)
 def _causal_store() -> dict:
     return {}
@@ -132,6 +135,8 @@ def causal_result(path: Path, min_snippets: int, simulations: int, seed: int):
                               on_progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t} treatments"))
         bar.empty()
         store[key] = (table, result)
+        while len(store) > CAUSAL_KEEP:  # dicts keep insertion order: drop the oldest
+            store.pop(next(iter(store)))
     return store[key]
 
 
