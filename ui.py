@@ -20,7 +20,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from asc import AGGREGATES, DEFAULT_MODEL, EMBEDDED, AscError, Explanation, explain, load_model
+from asc import AGGREGATES, DEFAULT_MODEL, AscError, Explanation, embedded_names, explain, load_model
 from asc.compare import summary_table
 from asc.generate import Completion, complete, explain_completion
 from asc.jobs import JobQueue
@@ -140,6 +140,41 @@ def causal_result(path: Path, min_snippets: int, simulations: int, seed: int):
     return store[key]
 
 
+def job_panel(jobs: list, describe) -> None:
+    """Progress bars of background jobs (newest first, at most 6) with a Cancel button each.
+
+    ``describe(job)`` gives the label; pages call this inside an ``st.fragment(run_every=...)``.
+    """
+    for job in reversed(jobs[-6:]):
+        label = describe(job)
+        if job.status == "done":
+            label += f" in {job.elapsed:.0f} s"
+        cols = st.columns([6, 1])
+        cols[0].progress(min(1.0, job.done / job.total) if job.total else 0.0, text=label)
+        if job.error:
+            cols[0].error(job.error)
+        if job.active and cols[1].button("Cancel", key=f"cancel_{job.id}"):
+            job.cancel.set()
+
+
+def layers_dir() -> Path:
+    """Where the Layer heatmaps page keeps probe results: ``<runs_dir>/layers``."""
+    return runs_dir() / "layers"
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _probe_results(path: str, stamp: float) -> list:
+    from probes.layers import load_results
+
+    return load_results(path)
+
+
+def probe_results(path: Path) -> list:
+    """Every probe result under ``path``, re-read whenever a result file is added or rewritten."""
+    stamps = [p.stat().st_mtime for p in path.glob("*/*.json")] if path.is_dir() else []
+    return _probe_results(str(path), max(stamps, default=0.0) + len(stamps))
+
+
 def runs_or_stop(where: str) -> tuple[list[Path], dict[Path, str]]:
     """Run folders and their titles; without any, say how to make one (``where``) and stop the page."""
     folders = run_folders()
@@ -181,7 +216,7 @@ def sidebar() -> Settings:
     """The widgets every page shares; values persist across pages in ``st.session_state``."""
     with st.sidebar:
         st.markdown("### Model")
-        names = list(EMBEDDED) + [OTHER]
+        names = embedded_names("decoder") + [OTHER]
         default = default_model()
         index = names.index(default) if default in names else len(names) - 1
         choice = st.selectbox("Model", names, index=index, key="model_choice",

@@ -17,7 +17,7 @@ from .explain import Explanation, explain, explain_many, explain_scored
 from .figures import category_figure, figure_html, sequence_html, tree_figure
 from .generate import Completion, complete, explain_completion
 from .layout import TreeLayout, tree_layout
-from .models import DEFAULT_MODEL, EMBEDDED, ModelBundle, load_model, tiny_random_model
+from .models import DEFAULT_MODEL, EMBEDDED, ModelBundle, embedded_names, load_model, tiny_random_model
 from .runs import RunData, category_table, load_run, run_corpus
 from .scores import TokenScores, score_ids, score_text, score_texts
 from .syntax import LANGUAGES, SyntaxTree, parse
@@ -28,6 +28,6 @@ __all__ = [
     "ModelBundle", "ModelLoadError", "RunData", "Snippet", "SyntaxTree", "TokenScores", "TreeLayout",
     "UnknownModelError", "aggregate_segments", "align", "bootstrap_median", "category_figure", "category_table",
     "complete", "explain", "explain_completion", "explain_many", "explain_scored", "extract_functions",
-    "figure_html", "load_categories", "load_corpus", "load_model", "load_run", "parse", "run_corpus", "score_ids",
+    "embedded_names", "figure_html", "load_categories", "load_corpus", "load_model", "load_run", "parse", "run_corpus", "score_ids",
     "score_text", "score_texts", "sequence_html", "tiny_random_model", "tree_figure", "tree_layout",
 ]

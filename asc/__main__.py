@@ -57,11 +57,11 @@ def _load(args):
 def cmd_models(args) -> int:
     from .models import DEFAULT_MODEL, EMBEDDED, cache_dir
 
-    print(f"{'name':<14} {'installed':<10} description")
+    print(f"{'name':<14} {'kind':<8} {'installed':<10} description")
     for name, entry in EMBEDDED.items():
         flag = "yes" if entry.installed() else "no"
         star = " (default)" if name == DEFAULT_MODEL else ""
-        print(f"{name:<14} {flag:<10} {entry.description}{star}")
+        print(f"{name:<14} {entry.kind:<8} {flag:<10} {entry.description}{star}")
     print(f"\nAlso accepted: a local Hugging Face folder, a .gguf file, or a hub id 'org/name'.\n"
           f"De-quantized GGUF weights are cached in {cache_dir()}")
     return 0
@@ -253,8 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run(args, user_errors: tuple[type[BaseException], ...] = (AscError,)) -> int:
+    """Set up logging and run ``args.func(args)``: ``user_errors`` exit 2 with one line, others 1 (``--debug``
+    re-raises). Shared by ``python -m asc`` and ``python -m probes``."""
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -268,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             pass
     try:
         return args.func(args)
-    except AscError as err:
+    except user_errors as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `| head`: the reader left, nothing to report
@@ -279,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {type(err).__name__}: {err} (run with --debug for the traceback)", file=sys.stderr)
         return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from .figures import COLORSCALE, value_color
 __all__ = ["category_bars", "value_distribution", "concept_treemap", "difference_bars", "styled_table",
            "causal_graph_figure", "treatment_scatter"]
 
-_MODEL_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#9d755d", "#e45756")
+MODEL_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#9d755d", "#e45756")
 
 
 def category_bars(summary, threshold: float = 0.6):
@@ -35,7 +35,7 @@ def category_bars(summary, threshold: float = 0.6):
     for k, ((model, corpus), rows) in enumerate(summary.groupby(["model", "corpus"], sort=False)):
         fig.add_trace(go.Bar(
             name=f"{model} · {corpus}" if corpus else model, x=rows["category"], y=rows["median"],
-            marker_color=_MODEL_COLORS[k % len(_MODEL_COLORS)],
+            marker_color=MODEL_COLORS[k % len(MODEL_COLORS)],
             error_y={"type": "data", "symmetric": False, "array": (rows["ci_high"] - rows["median"]).tolist(),
                      "arrayminus": (rows["median"] - rows["ci_low"]).tolist(), "thickness": 1.2, "width": 3},
             customdata=np.stack([rows["ci_low"], rows["ci_high"], rows["n_nodes"]], axis=1),
@@ -59,7 +59,7 @@ def value_distribution(nodes_by_model: dict, category: str | None = None):
         sub = nodes[nodes["value"].notna() & nodes["category"].notna()]
         if category and category != GLOBAL:
             sub = sub[sub["category"] == category]
-        fig.add_trace(go.Box(y=sub["value"], name=model, boxpoints=False, marker_color=_MODEL_COLORS[k % 6],
+        fig.add_trace(go.Box(y=sub["value"], name=model, boxpoints=False, marker_color=MODEL_COLORS[k % 6],
                              boxmean=True))
     fig.update_layout(height=380, yaxis={"range": [0, 1.02], "title": "node value"}, showlegend=False,
                       margin={"l": 10, "r": 10, "t": 40, "b": 10}, plot_bgcolor="white",

@@ -103,6 +103,7 @@ def complete(bundle: ModelBundle, prompt: str, max_new_tokens: int = 64, *, temp
     """Generate a continuation of ``prompt`` (see module doc). ``temperature == 0`` means greedy."""
     import torch
 
+    bundle.require_causal("next-token probabilities to generate with")
     check_source(prompt)
     prompt = prompt.rstrip()
     if max_new_tokens < 1:

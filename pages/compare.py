@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from asc import EMBEDDED, AscError
+from asc import AscError, embedded_names
 from asc.compare import compare_snippet
 from asc.figures import figure_html, tree_figure
 
@@ -29,7 +29,7 @@ if "cmp_code" not in st.session_state:
 
 left, right = st.columns([3, 2])
 with right:
-    names = [n for n in EMBEDDED]
+    names = embedded_names("decoder")
     default = [n for n in (ui.default_model(), "gemma3-270m" if ui.default_model() != "gemma3-270m" else "smollm2-135m")
                if n in names]
     models = st.multiselect("Models (2 or 3)", names, default=default, max_selections=3, key="cmp_models")

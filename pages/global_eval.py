@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from asc import BUILTIN_CORPORA, EMBEDDED, load_categories
+from asc import BUILTIN_CORPORA, embedded_names, load_categories
 from asc.compare import difference_table, run_labels, type_table, wide_table
 from asc.concepts import GLOBAL
 from asc.corpus_figures import category_bars, concept_treemap, difference_bars, styled_table, value_distribution
@@ -24,7 +24,8 @@ st.caption("AsC-Eval over whole corpora: the bootstrapped median of node values 
 queue = ui.job_queue()
 with st.expander("Run a corpus evaluation", expanded=not ui.run_folders()):
     c1, c2, c3 = st.columns([3, 2, 1])
-    models = c1.multiselect("Models", list(EMBEDDED), default=[ui.default_model()] if ui.default_model() in EMBEDDED
+    decoders = embedded_names("decoder")
+    models = c1.multiselect("Models", decoders, default=[ui.default_model()] if ui.default_model() in decoders
                             else [], key="run_models")
     other = c1.text_input("Other models (comma-separated Hugging Face ids or paths)", key="run_other")
     corpus = c2.selectbox("Corpus", [*BUILTIN_CORPORA, "a folder, .py/.java or .jsonl path"], key="run_corpus")
@@ -42,21 +43,13 @@ with st.expander("Run a corpus evaluation", expanded=not ui.run_folders()):
 @st.fragment(run_every=2.0)
 def job_panel() -> None:
     """Progress of the background runs, refreshed every 2 s while the page is open."""
-    jobs = queue.jobs()
-    if not jobs:
-        return
-    for job in reversed(jobs[-6:]):
+    def describe(job) -> str:
         label = f"#{job.id} {job.model} on {job.corpus} ({job.limit or 'all'}): {job.status}"
         if job.status == "running" and job.total:
             label += f", {job.done}/{job.total} snippets, {job.elapsed:.0f} s"
-        elif job.status == "done":
-            label += f" in {job.elapsed:.0f} s"
-        cols = st.columns([6, 1])
-        cols[0].progress(job.done / job.total if job.total else 0.0, text=label)
-        if job.error:
-            cols[0].error(job.error)
-        if job.active and cols[1].button("Cancel", key=f"cancel_{job.id}"):
-            job.cancel.set()
+        return label
+
+    ui.job_panel([j for j in queue.jobs() if j.call is None], describe)  # corpus runs (probes: their page)
 
 
 job_panel()

@@ -94,3 +94,44 @@ def test_hub_id_loads_from_hub_cache_offline(tmp_path):
 def test_registry_reports_installation():
     assert EMBEDDED["tiny-random"].installed()
     assert EMBEDDED["smollm2-135m"].installed()  # `make test` installs it
+
+
+def test_causal_or_encoder_is_read_from_the_config():
+    from transformers import BertConfig, GPT2Config, LlamaConfig
+
+    from asc.models import _is_causal
+
+    assert _is_causal(GPT2Config())
+    assert _is_causal(LlamaConfig(architectures=["LlamaForCausalLM"]))
+    assert not _is_causal(BertConfig())  # BERT has a causal head class too: its type alone says encoder
+    assert not _is_causal(BertConfig(architectures=["BertModel"]))
+    assert _is_causal(BertConfig(architectures=["BertModel"], is_decoder=True))
+
+
+def test_local_encoder_folder_loads_as_encoder_and_refuses_scoring(tmp_path, tiny):
+    from transformers import BertConfig, BertModel
+
+    from asc import score_text
+    from asc.errors import InputError
+
+    cfg = BertConfig(vocab_size=len(tiny.tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=64, architectures=["BertModel"])
+    BertModel(cfg).save_pretrained(tmp_path / "enc")
+    tiny.tokenizer.save_pretrained(tmp_path / "enc")
+    bundle = load_model(str(tmp_path / "enc"))
+    assert not bundle.causal and bundle.describe()["kind"] == "encoder" and bundle.n_layers == 2
+    with pytest.raises(InputError, match="is an encoder.*smollm2-135m"):
+        score_text(bundle, "x = 1\n")
+
+
+@pytest.mark.real
+def test_embedded_minilm_is_an_encoder():
+    from asc.errors import InputError
+    from asc.generate import complete
+    from asc.models import embedded_names
+
+    assert embedded_names("encoder") == ["minilm-l6"] and "minilm-l6" not in embedded_names("decoder")
+    bundle = load_model("minilm-l6")
+    assert not bundle.causal and bundle.n_layers == 6 and bundle.tokenizer.cls_token == "[CLS]"
+    with pytest.raises(InputError, match="encoder"):
+        complete(bundle, "def f(x):\n")

@@ -252,3 +252,49 @@ def test_global_page_starts_a_background_run(monkeypatch, tmp_path):
     assert not at.exception
     assert any(t.value == "AsC-Eval per model (Table I)" for t in at.subheader)
     assert at.dataframe[0].value["snippets"].tolist() == [5]
+
+
+LAYERS_PAGE = str(ROOT / "pages" / "layers.py")
+
+
+def test_layers_page_without_results_says_how_to_get_them(monkeypatch, tmp_path):
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))
+    at = AppTest.from_file(LAYERS_PAGE, default_timeout=120)
+    at.run()
+    assert not at.exception
+    assert any("python -m probes layers" in i.value for i in at.info)
+    assert at.multiselect(key="lp_models").value == ["tiny-random", "minilm-l6"]
+
+
+def test_layers_page_runs_probes_and_plots_them(monkeypatch, tmp_path):
+    from probes.layers import load_results
+    from tests.test_layers import _toy_task
+
+    tsv = tmp_path / "toy.tsv"
+    _toy_task().to_tsv(tsv)
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path / "runs"))
+    at = AppTest.from_file(LAYERS_PAGE, default_timeout=120)
+    at.run()
+    at.multiselect(key="lp_models").set_value(["tiny-random"]).run()
+    at.multiselect(key="lp_tasks").set_value([]).run()
+    _button(at, "Start").click().run()
+    assert any("at least one model and one task" in e.value for e in at.error)
+    # a run from a task file goes through the app's queue, like the Start button with an upload
+    queue = ui.job_queue()
+    from probes.layers import layer_job
+
+    out = tmp_path / "runs" / "layers"
+    queue.submit_call("tiny-random", "layer probes: toy", out, layer_job([], out, task_files=[tsv]))
+    assert queue.wait(120)
+    assert queue.jobs()[-1].status == "done"
+    at.run()
+    assert not at.exception
+    result = load_results(out)[0]
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    heat = charts[0]["data"][0]
+    assert heat["y"] == ["TOY"] and np.allclose(heat["z"][0], result.accuracy)
+    titles = [c["layout"]["title"]["text"] for c in charts]
+    assert any("confusion" in t.lower() or "layer" in t for t in titles)
+    assert any(t.startswith("tiny-random · TOY · layer") for t in titles)

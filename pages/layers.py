@@ -1,0 +1,153 @@
+"""Layer heatmaps: INSPECT-style linear probes on every layer (task x layer heatmaps, Table III).
+
+Runs go to the app-wide background queue (they continue when the user leaves the page) and write
+to ``<runs>/layers`` (``probes.layers``): a second run of the same task reuses cached features
+and finished probes. Everything shown here is read back from that folder, including results
+written by ``python -m probes layers --out runs/layers``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import ui
+from asc import BUILTIN_CORPORA, AscError, embedded_names
+from asc.figures import figure_html
+from probes.figures import best_layer_heatmap, confusion_figure, layer_curves, layer_heatmap, normalized_heatmap
+from probes.layers import best_layer_table, layer_job, normalized_table, results_table
+from probes.tasks import TASK_INFO, TASK_NAMES
+
+st.title("Layer heatmaps")
+st.caption("Which layers linearly encode which properties of code (INSPECT, Karmakar and Robbes). One forward "
+           "pass per sample gives a summary vector for the embeddings and every layer; a logistic-regression "
+           "probe per layer is trained on 60% of the samples, its L2 strength chosen on 20% and its accuracy "
+           "reported on the last 20%. The control task (shuffled labels) and the majority class tell learned "
+           "structure from probe capacity. The English MiniLM encoder plays BERT's role as the baseline.")
+
+folder = ui.layers_dir()
+queue = ui.job_queue()
+with st.expander("Run probes", expanded=not ui.probe_results(folder)):
+    c1, c2 = st.columns([3, 2])
+    models = c1.multiselect("Models", embedded_names(), default=[ui.default_model(), "minilm-l6"]
+                            if ui.default_model() in embedded_names() else ["minilm-l6"], key="lp_models",
+                            help="Decoders are summarised by their last token, encoders by [CLS] (change below).")
+    other = c1.text_input("Other models (comma-separated Hugging Face ids or paths)", key="lp_other")
+    tasks = c2.multiselect("Tasks", TASK_NAMES, default=["KTX", "IDN", "LEN", "TYP", "CPX"], key="lp_tasks",
+                           format_func=lambda t: f"{t}: {TASK_INFO[t]}")
+    uploads = c2.file_uploader("INSPECT task files (split<TAB>label<TAB>text)", type=["tsv", "txt"],
+                               accept_multiple_files=True, key="lp_files")
+    d1, d2, d3, d4 = st.columns(4)
+    corpus = d1.selectbox("Corpus", [*BUILTIN_CORPORA[::-1]], key="lp_corpus",
+                          help="Python functions the tasks are built from (stdlib gives the most samples).")
+    size = d2.selectbox("Samples per task", [1000, 10000], key="lp_size", help="balanced classes, 60/20/20 splits")
+    pooling = d3.selectbox("Summary vector", ["auto", "last", "mean", "first"], key="lp_pooling",
+                           help="auto: last token for decoders, first ([CLS]) for encoders")
+    seed = d4.number_input("Seed", 0, 2**31 - 1, 0, key="lp_seed")
+    if st.button("Start", type="primary", key="lp_start"):
+        chosen = models + [m.strip() for m in other.split(",") if m.strip()]
+        files = []
+        for up in uploads or []:
+            try:
+                ui.decode_upload(up.getvalue(), up.name)
+            except AscError as err:
+                st.error(str(err))
+                continue
+            target = folder / "uploads" / up.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(up.getvalue())
+            files.append(target)
+        if not chosen or not (tasks or files):
+            st.error("Choose at least one model and one task (or upload a task file).")
+        else:
+            for model in chosen:
+                call = layer_job(tasks, folder, corpus=corpus, size=int(size), seed=int(seed), task_files=files,
+                                 pooling=None if pooling == "auto" else pooling)
+                queue.submit_call(model, f"layer probes: {', '.join(tasks + [f.name for f in files])}", folder, call)
+
+
+@st.fragment(run_every=2.0)
+def job_panel() -> None:
+    """Progress of the probe runs, refreshed every 2 s while the page is open."""
+    def describe(job) -> str:
+        label = f"#{job.id} {job.model}, {job.corpus}: {job.status}"
+        if job.status == "running":
+            label += f" ({job.stage} {job.done}/{job.total}, {job.elapsed:.0f} s)"
+        return label
+
+    ui.job_panel([j for j in queue.jobs() if j.call is not None], describe)
+
+
+job_panel()
+
+results = ui.probe_results(folder)
+if not results:
+    st.info("No probe results yet: start a run above, or from a shell: "
+            "`.venv/bin/python -m probes layers --model smollm2-135m --tasks KTX,IDN,LEN --out runs/layers`.")
+    st.stop()
+
+poolings = sorted({r.pooling for r in results})
+if len(poolings) > 1:
+    keep = st.multiselect("Summary vectors", poolings, default=poolings, key="lp_show_pooling")
+    results = [r for r in results if r.pooling in keep]
+if not results:
+    st.info("Choose at least one summary vector above.")
+    st.stop()
+table = results_table(results)
+best = best_layer_table(results)
+order = [t for t in TASK_NAMES if t in set(table["task"])] + sorted(set(table["task"]) - set(TASK_NAMES))
+model_names = list(dict.fromkeys(table["model"]))
+
+heat_tab, best_tab, curve_tab, conf_tab = st.tabs(["Heatmaps", "Best layer & Table III", "Layer curves",
+                                                   "Confusion matrix"])
+with heat_tab:
+    metric = st.radio("Value", ["accuracy", "selectivity", "control_accuracy"], horizontal=True, key="lp_metric",
+                      format_func=lambda v: v.replace("_", " "),
+                      help="selectivity = accuracy - accuracy of the same probe on shuffled labels")
+    for model in model_names:
+        fig = layer_heatmap(table, model, metric, order)
+        st.plotly_chart(fig, key=f"heat_{model}")
+        st.download_button(f"{model} heatmap (HTML)", lambda fig=fig: figure_html(fig), f"layers-{model}.html",
+                           "text/html", key=f"heat_dl_{model}", on_click="ignore")
+with best_tab:
+    fig = best_layer_heatmap(best, order)
+    st.plotly_chart(fig, key="best")
+    baseline_options = model_names
+    base_default = model_names.index("minilm-l6") if "minilm-l6" in model_names else 0
+    baseline = st.selectbox("Baseline model (0 in Table III)", baseline_options, index=base_default, key="lp_base")
+    norm = normalized_table(best, baseline)
+    if len(model_names) < 2:
+        st.info("Table III needs at least two models: run the baseline (minilm-l6) and a code model.")
+    else:
+        st.plotly_chart(normalized_heatmap(norm.reindex(columns=order), baseline), key="norm")
+    st.dataframe(best.pivot_table(index="model", columns="task", values="accuracy", aggfunc="max")
+                 .reindex(columns=order), width="stretch")
+    e1, e2, e3 = st.columns(3)
+    e1.download_button("Per-layer results (CSV)", lambda: table.to_csv(index=False), "layer-probes.csv", "text/csv",
+                       key="dl_table", on_click="ignore")
+    e2.download_button("Best layers (CSV)", lambda: best.to_csv(index=False), "best-layers.csv", "text/csv",
+                       key="dl_best", on_click="ignore")
+    e3.download_button("Table III (CSV)", lambda: norm.to_csv(), "normalized.csv", "text/csv", key="dl_norm",
+                       on_click="ignore")
+with curve_tab:
+    k1, k2 = st.columns([2, 1])
+    task = k1.selectbox("Task", order, key="lp_curve_task", format_func=lambda t: f"{t}: {TASK_INFO.get(t, 'from file')}")
+    axis = k2.radio("x axis", ["layer", "depth"], horizontal=True, key="lp_axis",
+                    help="depth puts models with different numbers of layers on one 0-1 scale")
+    fig = layer_curves(table, task, axis)
+    st.plotly_chart(fig, key="curves")
+    st.download_button("Curves (HTML)", lambda: figure_html(fig), f"curves-{task}.html", "text/html",
+                       key="dl_curves", on_click="ignore")
+with conf_tab:
+    f1, f2, f3 = st.columns(3)
+    cmodel = f1.selectbox("Model", model_names, key="lp_cm_model")
+    ctask = f2.selectbox("Task", [t for t in order if any(r.model == cmodel and r.task == t for r in results)],
+                         key="lp_cm_task")
+    chosen = next(r for r in results if r.model == cmodel and r.task == ctask)
+    layer = f3.number_input("Layer", 0, chosen.n_layers - 1, chosen.best_layer, key=f"lp_cm_layer_{cmodel}_{ctask}",
+                            help="defaults to the layer chosen on dev")
+    fig = confusion_figure(chosen, int(layer))
+    st.plotly_chart(fig, key="confusion")
+    st.caption(f"Majority-class baseline {chosen.majority:.3f}; control task at this layer "
+               f"{chosen.control_accuracy[int(layer)]:.3f}; L2 strength {chosen.l2[int(layer)]:g}. "
+               f"Provenance: {chosen.provenance.get('corpus', '?')} corpus, {chosen.provenance.get('n_samples', '?')} "
+               f"samples, task hash {chosen.task_digest}, seed {chosen.seed}.")

@@ -1,0 +1,104 @@
+"""Command line: ``python -m probes layers ...`` (INSPECT layer probes); ``--help`` on each command.
+
+Errors the user can fix (unknown model, task or corpus, malformed task file) exit with status 2 and
+one line on stderr; ``--debug`` shows the traceback of unexpected failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from asc.errors import AscError
+
+log = logging.getLogger("probes")
+
+
+def _bar(desc: str, quiet: bool):
+    """A tqdm-driven ``on_progress(stage, done, total)`` callback (no-op when quiet)."""
+    if quiet:
+        return None, lambda: None
+    from tqdm import tqdm
+
+    state: dict = {"bar": None, "stage": None}
+
+    def update(stage: str, done: int, total: int) -> None:
+        if stage != state["stage"]:
+            if state["bar"] is not None:
+                state["bar"].close()
+            state["bar"], state["stage"] = tqdm(total=total, desc=f"{desc} {stage}", unit="it", leave=False), stage
+        state["bar"].total = total
+        state["bar"].n = done
+        state["bar"].refresh()
+
+    def close() -> None:
+        if state["bar"] is not None:
+            state["bar"].close()
+
+    return update, close
+
+
+def cmd_layers(args) -> int:
+    from asc.models import load_model
+
+    from .layers import best_layer_table, build_tasks, load_results, normalized_table, run_layers
+
+    tasks = build_tasks(args.tasks.split(",") if args.tasks else [], args.corpus, args.size, args.seed,
+                        args.task_file or [])
+    out = Path(args.out)
+    for spec in args.model:
+        bundle = load_model(spec, trust_remote_code=args.trust_remote_code)
+        update, close = _bar(bundle.name, args.quiet)
+        try:
+            run_layers(bundle, tasks, out, pooling=None if args.pooling == "auto" else args.pooling, seed=args.seed,
+                       max_tokens=args.max_tokens, corpus=args.corpus, on_progress=update)
+        finally:
+            close()
+    best = best_layer_table(load_results(out))
+    wanted = {t.name for t in tasks}
+    best = best[best["task"].isin(wanted)]
+    table = best.pivot_table(index="model", columns="task", values="accuracy", aggfunc="max")
+    print("Test accuracy at the layer chosen on dev:")
+    print(table.round(3).to_string())
+    if args.baseline and args.baseline in set(best["model"]):
+        print(f"\nNormalized between {args.baseline} (0) and the best model (100):")
+        print(normalized_table(best, args.baseline).round(1).to_string())
+    print(f"\nResults, features and tasks under {out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m probes", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("layers", help="INSPECT: linear probes on every layer, per task (resumable)")
+    p.add_argument("--model", action="append", required=True,
+                   help="embedded name (smollm2-135m, gemma3-270m, minilm-l6), folder, .gguf or hub id; repeatable")
+    p.add_argument("--tasks", default="", help="comma-separated INSPECT tasks (KTX,IDN,...) or 'all'")
+    p.add_argument("--task-file", action="append", help="an INSPECT TSV task file (split<TAB>label<TAB>text); repeatable")
+    p.add_argument("--out", required=True, help="run folder (results are resumed from it)")
+    p.add_argument("--corpus", default="stdlib", help="corpus the tasks are built from (default stdlib)")
+    p.add_argument("--size", type=int, default=1000, help="samples per task (1000 default, 10000 on request)")
+    p.add_argument("--pooling", default="auto", choices=["auto", "last", "mean", "first"],
+                   help="summary vector: auto = last token for decoders, first/CLS for encoders")
+    p.add_argument("--max-tokens", type=int, default=512, help="longer samples are truncated")
+    p.add_argument("--seed", type=int, default=0, help="task sampling, splits and control labels")
+    p.add_argument("--baseline", default="minilm-l6", help="model name for the normalized table (Table III)")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_layers)
+    for q in sub.choices.values():
+        q.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+        q.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from asc.__main__ import run
+
+    return run(build_parser().parse_args(argv), (AscError, ValueError))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Probe figures are pure: the plotted numbers are the results' numbers and inputs are not mutated."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from probes.figures import best_layer_heatmap, confusion_figure, layer_curves, layer_heatmap, normalized_heatmap
+from probes.layers import best_layer_table, normalized_table, results_table
+from probes.linear import ProbeResult
+
+
+def _result(model, task, acc, labels=("a", "b")):
+    acc = np.asarray(acc, dtype=float)
+    y = np.array([0, 1, 1, 0])
+    preds = np.array([[0, 1, 0, 0]] * len(acc))
+    return ProbeResult(model=model, task=task, task_digest="d", pooling="last", seed=0, labels=labels, accuracy=acc,
+                       dev_accuracy=acc, control_accuracy=acc * 0 + 0.5, l2=acc * 0 + 0.01, majority=0.5, y_test=y,
+                       predictions=preds)
+
+
+@pytest.fixture
+def results():
+    return [_result("m1", "KTX", [0.2, 0.9, 0.7]), _result("m1", "LEN", [0.6, 0.5, 0.4]),
+            _result("base", "KTX", [0.3, 0.4]), _result("base", "LEN", [0.5, 0.45])]
+
+
+def _spec(fig):
+    return json.loads(fig.to_json())
+
+
+def test_layer_heatmap_plots_the_table(results):
+    table = results_table(results)
+    before = table.copy()
+    fig = layer_heatmap(table, "m1", "accuracy", ["KTX", "LEN"])
+    pd.testing.assert_frame_equal(table, before)
+    heat = _spec(fig)["data"][0]
+    assert heat["y"] == ["KTX", "LEN"] and heat["zmin"] == 0 and heat["zmax"] == 1
+    assert np.allclose(heat["z"], [[0.2, 0.9, 0.7], [0.6, 0.5, 0.4]])
+    boxes = _spec(fig)["layout"]["shapes"]
+    assert sorted(round(b["x0"] + 0.5) for b in boxes) == [0, 1]  # best layers: KTX 1, LEN 0
+    sel = _spec(layer_heatmap(table, "m1", "selectivity"))["data"][0]
+    assert sel["zmin"] == -1 and np.isclose(sel["z"][0][1], 0.4)
+
+
+def test_best_and_normalized_heatmaps(results):
+    best = best_layer_table(results)
+    spec = _spec(best_layer_heatmap(best, ["KTX", "LEN"]))["data"][0]
+    row = spec["y"].index("m1")
+    assert np.allclose(spec["z"][row], [0.9, 0.6]) and spec["text"][row][0] == "0.90<br>L1"
+    norm = normalized_table(best, "base")
+    spec = _spec(normalized_heatmap(norm, "base"))["data"][0]
+    assert np.allclose(np.asarray(spec["z"], dtype=float)[spec["y"].index("m1")], [100, 100])
+
+
+def test_layer_curves_and_confusion(results):
+    table = results_table(results)
+    spec = _spec(layer_curves(table, "KTX"))
+    lines = {t["name"]: t for t in spec["data"]}
+    assert np.allclose(lines["m1"]["y"], [0.2, 0.9, 0.7]) and "m1 control" in lines
+    depth = _spec(layer_curves(table, "KTX", "depth"))
+    assert depth["data"][0]["x"] == [0.0, 0.5, 1.0]
+    cm = _spec(confusion_figure(results[0], 1))["data"][0]
+    assert cm["z"] == [[2, 0], [1, 1]]
