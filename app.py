@@ -19,8 +19,9 @@ page = st.navigation([
     st.Page("pages/global_eval.py", title="Global AsC-Eval", icon=":material/bar_chart:", url_path="global-asc-eval"),
     st.Page("pages/causal.py", title="Causal effects", icon=":material/hub:", url_path="causal-effects"),
     st.Page("pages/layers.py", title="Layer heatmaps", icon=":material/stacks:", url_path="layer-heatmaps"),
+    st.Page("pages/attention.py", title="Attention maps", icon=":material/grid_on:", url_path="attention-maps"),
 ])
 with st.sidebar:
     st.caption("AsC Studio explains code models in terms of syntax: AsC-Eval, AsC-Viz (ASTxplainer), "
-               "layer probes (INSPECT).")
+               "layer probes (INSPECT), attention heads (CodeSyntax).")
 page.run()

@@ -140,13 +140,21 @@ def causal_result(path: Path, min_snippets: int, simulations: int, seed: int):
     return store[key]
 
 
-def job_panel(jobs: list, describe) -> None:
+def _describe_call(job) -> str:
+    label = f"#{job.id} {job.model}, {job.corpus}: {job.status}"
+    if job.status == "running":
+        label += f" ({job.stage} {job.done}/{job.total}, {job.elapsed:.0f} s)"
+    return label
+
+
+def job_panel(jobs: list, describe=None) -> None:
     """Progress bars of background jobs (newest first, at most 6) with a Cancel button each.
 
-    ``describe(job)`` gives the label; pages call this inside an ``st.fragment(run_every=...)``.
+    ``describe(job)`` gives the label (default: model, label, status, stage); pages call this inside an
+    ``st.fragment(run_every=...)``.
     """
     for job in reversed(jobs[-6:]):
-        label = describe(job)
+        label = (describe or _describe_call)(job)
         if job.status == "done":
             label += f" in {job.elapsed:.0f} s"
         cols = st.columns([6, 1])
@@ -173,6 +181,33 @@ def probe_results(path: Path) -> list:
     """Every probe result under ``path``, re-read whenever a result file is added or rewritten."""
     stamps = [p.stat().st_mtime for p in path.glob("*/*.json")] if path.is_dir() else []
     return _probe_results(str(path), max(stamps, default=0.0) + len(stamps))
+
+
+def attention_dir() -> Path:
+    """Where the Attention maps page keeps its runs: ``<runs_dir>/attention``."""
+    return runs_dir() / "attention"
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _attention_run(path: str, stamp: float):
+    from probes.attention import load_attention_run
+
+    return load_attention_run(path)
+
+
+def attention_run(path: Path):
+    return _attention_run(str(path), (path / "meta.json").stat().st_mtime)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def snippet_attention(spec: str, code: str) -> tuple:
+    """Word-level attention of one snippet ``(layers, heads, words, words)`` and its labels, kept server-side:
+    pages send only the chosen head's matrix to the browser."""
+    from probes.attention import snippet_attention as attend
+    from probes.relations import extract
+
+    sample = extract(code)
+    return sample, attend(get_bundle(spec), sample)
 
 
 def runs_or_stop(where: str) -> tuple[list[Path], dict[Path, str]]:

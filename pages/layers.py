@@ -68,13 +68,7 @@ with st.expander("Run probes", expanded=not ui.probe_results(folder)):
 @st.fragment(run_every=2.0)
 def job_panel() -> None:
     """Progress of the probe runs, refreshed every 2 s while the page is open."""
-    def describe(job) -> str:
-        label = f"#{job.id} {job.model}, {job.corpus}: {job.status}"
-        if job.status == "running":
-            label += f" ({job.stage} {job.done}/{job.total}, {job.elapsed:.0f} s)"
-        return label
-
-    ui.job_panel([j for j in queue.jobs() if j.call is not None], describe)
+    ui.job_panel([j for j in queue.jobs() if j.call is not None and j.corpus.startswith("layer")])
 
 
 job_panel()

@@ -3,19 +3,24 @@
 - layer probes (INSPECT): :func:`build_task` / :func:`load_tsv` make tasks, :func:`extract_features`
   gives per-layer summary vectors, :func:`train_probes` fits one linear probe per layer and
   :func:`run_layers` does all of it for a run folder (CLI: ``python -m probes layers``);
-- syntactic relations (CodeSyntax): :func:`extract` labels Python code with relation edges.
+- attention heads (CodeSyntax): :func:`extract` labels Python code with relation edges,
+  :func:`snippet_attention` gives word-level attention, :class:`HeadScorer` and :func:`baseline_scores`
+  score heads and baselines, :func:`run_attention` does all of it for a corpus (CLI: ``python -m probes attention``).
 
 Importable without Streamlit; models come in as :class:`asc.ModelBundle` objects.
 """
 
+from .attention import AttentionRun, load_attention_run, relation_table, run_attention, snippet_attention
 from .features import POOLINGS, cached_features, default_pooling, extract_features
+from .heads import HeadScorer, HeadScores, baseline_scores, word_attention
 from .layers import best_layer_table, build_tasks, load_results, normalized_table, results_table, run_layers
 from .linear import ProbeResult, load_probes, save_probes, train_probes
 from .relations import RELATIONS, Sample, extract, extract_many, read_json, write_json
 from .tasks import TASK_INFO, TASK_NAMES, Task, build_task, load_tsv
 
 __all__ = [
-    "POOLINGS", "RELATIONS", "TASK_INFO", "TASK_NAMES", "ProbeResult", "Sample", "Task", "best_layer_table",
+    "AttentionRun", "HeadScorer", "HeadScores", "baseline_scores", "load_attention_run", "relation_table",
+    "run_attention", "snippet_attention", "word_attention", "POOLINGS", "RELATIONS", "TASK_INFO", "TASK_NAMES", "ProbeResult", "Sample", "Task", "best_layer_table",
     "build_task", "build_tasks", "cached_features", "default_pooling", "extract", "extract_features", "extract_many",
     "load_probes", "load_results", "load_tsv", "normalized_table", "read_json", "results_table", "run_layers",
     "save_probes", "train_probes", "write_json",

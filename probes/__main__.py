@@ -1,4 +1,5 @@
-"""Command line: ``python -m probes layers ...`` (INSPECT layer probes); ``--help`` on each command.
+"""Command line: ``python -m probes layers ...`` (INSPECT layer probes) and ``python -m probes attention ...``
+(CodeSyntax attention heads); ``--help`` on each command.
 
 Errors the user can fix (unknown model, task or corpus, malformed task file) exit with status 2 and
 one line on stderr; ``--debug`` shows the traceback of unexpected failures.
@@ -69,6 +70,32 @@ def cmd_layers(args) -> int:
     return 0
 
 
+def cmd_attention(args) -> int:
+    from asc.corpus import load_corpus
+    from asc.models import load_model
+
+    from .attention import relation_table, run_attention
+
+    codes = [s.source for s in load_corpus(args.corpus, limit=args.limit, max_lines=args.max_lines)]
+    ks = tuple(range(1, args.max_k + 1))
+    for spec in args.model:
+        bundle = load_model(spec, trust_remote_code=args.trust_remote_code)
+        update, close = _bar(bundle.name, args.quiet)
+        try:
+            run = run_attention(bundle, codes, args.out, corpus=args.corpus, ks=ks, val_fraction=args.val_fraction,
+                                seed=args.seed, max_tokens=args.max_tokens, on_progress=update)
+        finally:
+            close()
+        print(f"\n{bundle.name}: {run.meta['n_scored']} snippets scored ({run.meta['too_long']} too long), "
+              f"edges read {run.meta['direction']}; first-token metric, top-1 and top-{args.max_k}:")
+        for k in sorted({1, args.max_k}):
+            table = relation_table(run, "first", k)
+            print(f"\n[k={k}]")
+            print(table.round(3).to_string(index=False))
+        print(f"results under {run.folder}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m probes", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -88,6 +115,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_layers)
+    p = sub.add_parser("attention", help="CodeSyntax: attention heads scored against syntactic relations")
+    p.add_argument("--model", action="append", required=True, help="embedded name, folder, .gguf or hub id; repeatable")
+    p.add_argument("--corpus", default="humaneval", help="humaneval, algorithms, stdlib, a folder, file or .jsonl")
+    p.add_argument("--out", required=True, help="output folder (one sub-folder per model)")
+    p.add_argument("--limit", type=int, default=200, help="functions taken from the corpus (default 200)")
+    p.add_argument("--max-lines", type=int, default=40, help="longest function kept (attention memory grows as n^2)")
+    p.add_argument("--max-tokens", type=int, default=512, help="longer snippets are skipped, never truncated")
+    p.add_argument("--max-k", type=int, default=20, help="top-k scored for k = 1..max-k")
+    p.add_argument("--val-fraction", type=float, default=0.5, help="snippets used to choose the best head")
+    p.add_argument("--seed", type=int, default=0, help="val/test split seed")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_attention)
     for q in sub.choices.values():
         q.add_argument("-v", "--verbose", action="store_true", help="log progress details")
         q.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")

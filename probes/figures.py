@@ -4,7 +4,9 @@
 - :func:`best_layer_heatmap`: model x task accuracy at the dev-chosen layer (layer in the cell);
 - :func:`normalized_heatmap`: paper Table III, accuracy normalized between a baseline model and the best;
 - :func:`layer_curves`: one task, accuracy per layer for each model, with control and majority lines;
-- :func:`confusion_figure`: the test confusion matrix of one (model, task, layer) probe.
+- :func:`confusion_figure`: the test confusion matrix of one (model, task, layer) probe;
+- :func:`head_heatmap`, :func:`attention_map`, :func:`edge_example_html`: CodeSyntax head scores, one head's
+  word-level attention with gold edges, and the correct/incorrect example of one edge.
 
 Accuracy uses the app's red-yellow-blue scale fixed at 0-1 (red: poorly, blue: well).
 """
@@ -16,7 +18,8 @@ import numpy as np
 from asc.corpus_figures import MODEL_COLORS
 from asc.figures import COLORSCALE
 
-__all__ = ["best_layer_heatmap", "confusion_figure", "layer_curves", "layer_heatmap", "normalized_heatmap"]
+__all__ = ["attention_map", "best_layer_heatmap", "confusion_figure", "edge_example_html", "head_heatmap", "layer_curves",
+           "layer_heatmap", "normalized_heatmap"]
 
 
 def _cell_text(values: np.ndarray, fmt: str = "{:.2f}") -> list[list[str]]:
@@ -122,3 +125,84 @@ def confusion_figure(result, layer: int):
                       xaxis_title="predicted", yaxis={"title": "gold", "autorange": "reversed"},
                       height=max(300, 34 * len(labels) + 140), margin={"l": 80, "r": 20, "t": 50, "b": 60})
     return fig
+
+
+def head_heatmap(scores: np.ndarray, relation: str, best: tuple[int, int] | None = None, label: str = "score"):
+    """Layer x head scores of one relation (``HeadScores.layer_head``); the best head (chosen on val) is boxed."""
+    import plotly.graph_objects as go
+
+    z = np.asarray(scores, dtype=float)
+    fig = go.Figure(go.Heatmap(z=z.tolist(), x=list(range(z.shape[1])), y=list(range(z.shape[0])),
+                               colorscale=COLORSCALE, zmin=0.0, zmax=1.0, colorbar={"title": label},
+                               hovertemplate="layer %{y}, head %{x}: %{z:.3f}<extra></extra>"))
+    if best is not None:
+        layer, head = best
+        fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
+                      line={"color": "black", "width": 2})
+    fig.update_layout(title=f"{relation}: {label} of every head (box: best on val)", xaxis_title="head",
+                      yaxis={"title": "layer", "autorange": "reversed"}, height=max(300, 16 * z.shape[0] + 140),
+                      margin={"l": 50, "r": 20, "t": 50, "b": 40})
+    return fig
+
+
+def _word_label(tokens, i: int) -> str:
+    t = tokens[i]
+    shown = {"\n": "⏎", "\r\n": "⏎", "": "⇤"}.get(t, t if t.strip() else "⇥")
+    return f"{i}:{shown}"
+
+
+def attention_map(matrix: np.ndarray, tokens, edges, causal: bool, title: str = ""):
+    """One head's word x word attention (rows attend to columns) with the relation's gold edges overlaid:
+    encoders mark (head row, dependent first column), decoders (dependent first row, head column)."""
+    import plotly.graph_objects as go
+
+    z = np.asarray(matrix, dtype=float)
+    labels = [_word_label(tokens, i) for i in range(len(tokens))]
+    fig = go.Figure(go.Heatmap(z=z.tolist(), x=labels, y=labels, colorscale="Blues", zmin=0.0,
+                               colorbar={"title": "attention"},
+                               hovertemplate="from %{y}<br>to %{x}<br>%{z:.3f}<extra></extra>"))
+    rows = [(s if causal else h) for h, s, _ in edges]
+    cols = [(h if causal else s) for h, s, _ in edges]
+    if edges:
+        fig.add_trace(go.Scatter(x=[labels[c] for c in cols], y=[labels[r] for r in rows], mode="markers",
+                                 name="gold edge", marker={"symbol": "circle-open", "size": 12, "color": "#d62728",
+                                                           "line": {"width": 2}},
+                                 hovertemplate="gold edge: %{y} → %{x}<extra></extra>"))
+    size = max(420, min(1400, 11 * len(tokens) + 160))
+    fig.update_layout(title=title or "attention of one head", height=size, width=size + 120,
+                      xaxis={"title": "attended word", "tickfont": {"size": 8}},
+                      yaxis={"title": "attending word", "autorange": "reversed", "tickfont": {"size": 8}},
+                      margin={"l": 80, "r": 20, "t": 50, "b": 80}, showlegend=True,
+                      legend={"orientation": "h", "y": 1.02, "x": 0})
+    return fig
+
+
+def edge_example_html(code: str, spans, edge: tuple[int, int, int], attended: int, causal: bool) -> str:
+    """The paper's correct/incorrect example: the code with the head word (orange), the gold dependent (green)
+    and the word the head's top attention goes to (blue outline); for decoders the dependent's first word
+    attends back, so the attended word is compared with the head instead."""
+    import html
+
+    head, first, last = edge
+    gold = set(range(first, last + 1))
+    target_ok = (attended == head) if causal else (attended == first)
+    marks: dict[int, str] = {head: "background:#ffbf69"}
+    for w in gold:
+        marks[w] = marks.get(w, "") + ";background:#b7e4c7"
+    marks[attended] = marks.get(attended, "") + ";outline:2px solid #1f77b4"
+    out, pos = [], 0
+    for w, (a, b) in enumerate(spans):
+        if w not in marks or b <= a:
+            continue
+        out.append(html.escape(code[pos:a]))
+        out.append(f"<span style='{marks[w]}'>{html.escape(code[a:b])}</span>")
+        pos = b
+    out.append(html.escape(code[pos:]))
+    verdict = "correct" if target_ok else "incorrect"
+    color = "#2b8a3e" if target_ok else "#c92a2a"
+    return (f"<div style='font-weight:600;color:{color}'>{verdict}: top-1 attention "
+            f"{'from the dependent goes to' if causal else 'from the head goes to'} the outlined word</div>"
+            f"<pre style='font-size:13px;line-height:1.5'>{''.join(out)}</pre>"
+            "<div style='font-size:12px'><span style='background:#ffbf69'>head</span> "
+            "<span style='background:#b7e4c7'>gold dependent</span> "
+            "<span style='outline:2px solid #1f77b4'>attended</span></div>")

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 __all__ = ["L2_GRID", "ProbeResult", "load_probes", "save_probes", "train_probes"]
 
@@ -145,22 +146,21 @@ def train_probes(features: np.ndarray, task, *, model: str = "", pooling: str = 
     weights: dict[str, list] = {"coef": [], "intercept": [], "mean": [], "scale": []}
     counts = np.bincount(y[tr], minlength=len(task.labels))
     majority = float((y[te] == int(np.argmax(counts))).mean())
-    for layer in range(n_layers):
-        x, mean, scale = _standardize(x_all[:, layer, :], tr)
-        params, dev[layer], l2s[layer] = _fit_layer(x, y, tr, va, l2_grid)
-        preds[layer] = _predict(params, x[te])
-        acc[layer] = float((preds[layer] == y[te]).mean())
-        if control:  # same probe, same L2 as the real task: only the labels differ (Hewitt and Liang)
-            cparams, _, _ = _fit_layer(x, y_control, tr, va, (l2s[layer],))
-            ctrl[layer] = float((_predict(cparams, x[te]) == y_control[te]).mean())
-        else:
-            ctrl[layer] = np.nan
-        weights["coef"].append(params[0])
-        weights["intercept"].append(params[1])
-        weights["mean"].append(mean)
-        weights["scale"].append(scale)
-        if on_progress:
-            on_progress(layer + 1, n_layers)
+    with threadpool_limits(1):  # small solves: BLAS/OpenMP threads only add overhead (50x when the CPU is busy)
+        for layer in range(n_layers):
+            x, mean, scale = _standardize(x_all[:, layer, :], tr)
+            params, dev[layer], l2s[layer] = _fit_layer(x, y, tr, va, l2_grid)
+            preds[layer] = _predict(params, x[te])
+            acc[layer] = float((preds[layer] == y[te]).mean())
+            if control:  # same probe, same L2 as the real task: only the labels differ (Hewitt and Liang)
+                cparams, _, _ = _fit_layer(x, y_control, tr, va, (l2s[layer],))
+                ctrl[layer] = float((_predict(cparams, x[te]) == y_control[te]).mean())
+            else:
+                ctrl[layer] = np.nan
+            for key, value in zip(("coef", "intercept", "mean", "scale"), (params[0], params[1], mean, scale)):
+                weights[key].append(value)
+            if on_progress:
+                on_progress(layer + 1, n_layers)
     result = ProbeResult(model=model, task=task.name, task_digest=task.digest, pooling=pooling, seed=seed,
                          labels=tuple(task.labels), accuracy=acc, dev_accuracy=dev, control_accuracy=ctrl, l2=l2s,
                          majority=majority, y_test=y[te], predictions=preds, provenance=dict(provenance or {}))

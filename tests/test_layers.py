@@ -110,3 +110,18 @@ def test_cli_runs_and_reports(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "XYZ" in err and "KTX" in err
     assert main(["layers", "--model", "nonsense", "--task-file", str(tsv), "--out", str(tmp_path / "o")]) == 2
+
+
+@pytest.mark.real
+def test_real_smollm2_layers_encode_token_kinds(tmp_path):
+    """SmolLM2 on KTX and IDN (200 samples each, stdlib): the probe beats the control and the majority class."""
+    from asc.models import load_model
+
+    tasks = build_tasks(["KTX", "IDN"], "stdlib", size=200, seed=0)
+    results = run_layers(load_model("smollm2-135m"), tasks, tmp_path)
+    for r in results:
+        best = r.accuracy[r.best_layer]
+        assert r.n_layers == 31
+        assert best > r.majority + 0.2, (r.task, best, r.majority)
+        assert best > r.control_accuracy[r.best_layer] + 0.2, (r.task, best, r.control_accuracy)
+    assert load_results(tmp_path)[0].provenance["corpus"] == "stdlib"

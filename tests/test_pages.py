@@ -257,14 +257,17 @@ def test_global_page_starts_a_background_run(monkeypatch, tmp_path):
 LAYERS_PAGE = str(ROOT / "pages" / "layers.py")
 
 
-def test_layers_page_without_results_says_how_to_get_them(monkeypatch, tmp_path):
+@pytest.mark.parametrize("page, command", [("layers.py", "python -m probes layers"),
+                                           ("attention.py", "python -m probes attention")])
+def test_probe_pages_without_results_say_how_to_get_them(monkeypatch, tmp_path, page, command):
     monkeypatch.setenv("ASC_MODEL", "tiny-random")
     monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))
-    at = AppTest.from_file(LAYERS_PAGE, default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=120)
     at.run()
     assert not at.exception
-    assert any("python -m probes layers" in i.value for i in at.info)
-    assert at.multiselect(key="lp_models").value == ["tiny-random", "minilm-l6"]
+    assert any(command in i.value for i in at.info)
+    if page == "layers.py":
+        assert at.multiselect(key="lp_models").value == ["tiny-random", "minilm-l6"]
 
 
 def test_layers_page_runs_probes_and_plots_them(monkeypatch, tmp_path):
@@ -298,3 +301,33 @@ def test_layers_page_runs_probes_and_plots_them(monkeypatch, tmp_path):
     titles = [c["layout"]["title"]["text"] for c in charts]
     assert any("confusion" in t.lower() or "layer" in t for t in titles)
     assert any(t.startswith("tiny-random · TOY · layer") for t in titles)
+
+
+ATTENTION_PAGE = str(ROOT / "pages" / "attention.py")
+
+
+def test_attention_page_shows_backend_scores(monkeypatch, tmp_path):
+    from asc.models import tiny_random_model
+    from probes.attention import relation_table, run_attention
+    from tests.test_attention import CODES
+
+    run = run_attention(tiny_random_model(), CODES * 3, tmp_path / "runs" / "attention", spec="tiny-random", ks=(1, 2))
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path / "runs"))
+    at = AppTest.from_file(ATTENTION_PAGE, default_timeout=120)
+    at.run()
+    assert not at.exception
+    assert any("dependent -> head" in i.value for i in at.info)
+    at.number_input(key="at_min").set_value(1).run()
+    table = relation_table(run, "first", 1)
+    shown = at.dataframe[0].value
+    assert shown["relation"].tolist() == table["relation"].tolist()
+    assert np.allclose(shown["model"].astype(float), table["model"].astype(float))
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    relation = at.selectbox(key="at_relation").value
+    heat = charts[0]["data"][0]
+    assert np.allclose(np.asarray(heat["z"], dtype=float), run.scores.layer_head(relation, "first", 1, "test"),
+                       equal_nan=True)
+    amap = charts[1]
+    assert any(t.get("name") == "gold edge" for t in amap["data"])
+    assert any("top-1 attention" in h.proto.body for h in at.get("html"))

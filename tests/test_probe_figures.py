@@ -63,3 +63,27 @@ def test_layer_curves_and_confusion(results):
     assert depth["data"][0]["x"] == [0.0, 0.5, 1.0]
     cm = _spec(confusion_figure(results[0], 1))["data"][0]
     assert cm["z"] == [[2, 0], [1, 1]]
+
+
+def test_attention_figures_mark_gold_edges_and_the_best_head():
+    from probes.figures import attention_map, edge_example_html, head_heatmap
+    from probes.relations import extract
+
+    scores = np.array([[0.1, 0.9], [0.3, 0.2]])
+    spec = _spec(head_heatmap(scores, "If:if->test", (0, 1)))
+    assert np.allclose(spec["data"][0]["z"], scores) and spec["layout"]["shapes"][0]["x0"] == 0.5
+    sample = extract("def f(x):\n    if x:\n        return 1\n")
+    edges = list(sample.relns["If:if->test"])
+    (h, s, e), = edges
+    m = np.zeros((len(sample.tokens),) * 2)
+    before = m.copy()
+    for causal, row, col in ((False, h, s), (True, s, h)):
+        spec = _spec(attention_map(m, sample.tokens, edges, causal))
+        gold = next(t for t in spec["data"] if t.get("name") == "gold edge")
+        assert gold["y"][0].startswith(f"{row}:") and gold["x"][0].startswith(f"{col}:")
+    assert np.array_equal(m, before)
+    html = edge_example_html(sample.code, sample.spans, (h, s, e), s, causal=False)
+    assert html.startswith("<div style='font-weight:600;color:#2b8a3e'>correct")
+    assert "<span style='background:#ffbf69'>if</span>" in html
+    wrong = edge_example_html(sample.code, sample.spans, (h, s, e), 0, causal=True)
+    assert ">incorrect" in wrong
