@@ -113,8 +113,12 @@ with best_tab:
         st.info("Table III needs at least two models: run the baseline (minilm-l6) and a code model.")
     else:
         st.plotly_chart(normalized_heatmap(norm.reindex(columns=order), baseline), key="norm")
-    st.dataframe(best.pivot_table(index="model", columns="task", values="accuracy", aggfunc="max")
-                 .reindex(columns=order), width="stretch")
+    st.dataframe(best, hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                for c in ("accuracy", "control_accuracy", "majority", "max_accuracy")})
+    st.caption("accuracy: test accuracy at the layer chosen on dev (honest); max_accuracy: the best test accuracy "
+               "over layers (optimistic, what papers usually print). KTX's test tokens are unseen in training "
+               "and dev, so the two differ most there.")
     e1, e2, e3 = st.columns(3)
     e1.download_button("Per-layer results (CSV)", lambda: table.to_csv(index=False), "layer-probes.csv", "text/csv",
                        key="dl_table", on_click="ignore")

@@ -1,0 +1,68 @@
+"""Render the README's result figures to PNG from run folders (Playwright + Debian's chromium, offline).
+
+    .venv/bin/python docs/render_figures.py --layers runs/layers --attention runs/attention
+
+Writes ``docs/layers-<model>.png`` (task x layer heatmaps), ``docs/layers-best.png`` and
+``docs/attention-<model>.png`` (the head heatmap of If:if->test). The figures are the app's own
+(``probes.figures``); plotly.js is inlined, so no network is needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _shoot(figs: dict[str, object], out: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from asc.figures import figure_html
+
+    with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1100, "height": 600})
+        for name, fig in figs.items():
+            html = Path(tmp) / f"{name}.html"
+            html.write_text(figure_html(fig.update_layout(width=1050)), encoding="utf-8")
+            page.goto(html.as_uri())
+            page.wait_for_selector(".main-svg")
+            page.locator(".plotly-graph-div").first.screenshot(path=str(out / f"{name}.png"))
+            print("wrote", out / f"{name}.png")
+        browser.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--layers", default="runs/layers")
+    ap.add_argument("--attention", default="runs/attention")
+    ap.add_argument("--out", default=str(ROOT / "docs"))
+    args = ap.parse_args()
+    from probes.attention import attention_runs, load_attention_run, relation_table
+    from probes.figures import best_layer_heatmap, head_heatmap, layer_heatmap
+    from probes.layers import best_layer_table, load_results, results_table
+    from probes.tasks import TASK_NAMES
+
+    figs = {}
+    results = load_results(args.layers) if Path(args.layers).is_dir() else []
+    if results:
+        table = results_table(results)
+        order = [t for t in TASK_NAMES if t in set(table["task"])]
+        for model in dict.fromkeys(table["model"]):
+            figs[f"layers-{model}"] = layer_heatmap(table, model, "accuracy", order)
+        figs["layers-best"] = best_layer_heatmap(best_layer_table(results), order)
+    for folder in attention_runs(args.attention) if Path(args.attention).is_dir() else []:
+        run = load_attention_run(folder)
+        row = relation_table(run, "first", 1).set_index("relation").loc["If:if->test"]
+        figs[f"attention-{run.model}"] = head_heatmap(run.scores.layer_head("If:if->test", "first", 1, "test"),
+                                                      "If:if->test", (int(row["layer"]), int(row["head"])),
+                                                      "test hit rate @ 1")
+    _shoot(figs, Path(args.out))
+
+
+if __name__ == "__main__":
+    main()
