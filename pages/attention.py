@@ -33,7 +33,8 @@ with st.expander("Score a model's heads", expanded=not attention_runs(root)):
     if corpus not in BUILTIN_CORPORA:
         corpus = c2.text_input("Corpus path", key="at_corpus_path").strip()
     limit = c3.number_input("Functions", 10, 5000, 200, step=10, key="at_limit",
-                            help="functions of at most 40 lines; longer than 512 tokens are skipped")
+                            help="functions of at most 40 lines. Attention takes layers x heads x n^2 numbers per "
+                                 "snippet (SmolLM2 at 512 tokens: 283 MB), so longer snippets are skipped")
     if st.button("Start", type="primary", key="at_start"):
         chosen = models + [m.strip() for m in other.split(",") if m.strip()]
         if not chosen or not corpus:
