@@ -7,8 +7,8 @@
    (batching gain) and a/c (cost of returning all layers).
 2. Probes: the time to train the per-layer probes (+ control task) of one model on the 15 INSPECT
    tasks at 1k samples (target: minutes). Features are SmolLM2-shaped (1,000 x 31 layers x 576)
-   with each task's number of classes; the labels are planted in a few layers so the solver sees
-   both easy and hard problems, like real features.
+   with each task's number of classes and a weak planted label; then, when a layers run exists
+   (``--cached runs/layers``), on its real cached features, which are harder to fit.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def bench_probes(n: int, layers: int, dim: int) -> None:
         rng.shuffle(split)
         x = rng.normal(size=(len(y), layers, dim)).astype(np.float32)
         for layer in range(layers // 3, layers, 5):  # a weak planted signal in some layers
-            x[:, layer, :] += 0.15 * np.eye(k)[y] @ rng.normal(size=(k, dim))
+            x[:, layer, :] += 0.04 * np.eye(k)[y] @ rng.normal(size=(k, dim))
         task = Task(name, tuple(map(str, range(k))), tuple(map(str, range(len(y)))), y, split)
         t = time.perf_counter()
         result, _ = train_probes(x, task)
@@ -102,18 +102,51 @@ def bench_probes(n: int, layers: int, dim: int) -> None:
           f"({total / 60:.1f} min)")
 
 
+def bench_cached(folder: str) -> None:
+    """Probe training on real cached features of a layers run (``python -m probes layers --out folder``)."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from probes.linear import train_probes
+    from probes.tasks import load_tsv
+
+    root = Path(folder)
+    files = sorted(root.glob("features/*/*.npy"))
+    if not files:
+        print(f"probes on real features: none cached under {root} (run python -m probes layers --out {root})")
+        return
+    total = 0.0
+    for f in files:
+        name, digest = f.stem.split("-")[:2]
+        tsv = root / "tasks" / f"{name}-{digest}.tsv"
+        if not tsv.exists():
+            continue
+        task = load_tsv(tsv, name)
+        x = np.load(f)
+        t = time.perf_counter()
+        result, _ = train_probes(x, task)
+        dt = time.perf_counter() - t
+        total += dt
+        print(f"  {f.parent.name[:14]:<14} {name}: {x.shape[1]} layers x {x.shape[2]} dims, {task.n} samples, "
+              f"{dt:5.1f} s (best layer {result.best_layer}, accuracy {result.accuracy[result.best_layer]:.3f})")
+    print(f"probes on real cached features: {total:.0f} s for {len(files)} (model, task) pairs")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--texts", type=int, default=48)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--samples", type=int, default=1000)
+    ap.add_argument("--cached", default="runs/layers", help="a layers run whose cached features are timed too")
     args = ap.parse_args()
     import torch
 
     print(f"torch threads {torch.get_num_threads()}")
     bench_features(args.model, args.texts, args.rounds)
     bench_probes(args.samples, 31, 576)
+    bench_cached(args.cached)
 
 
 if __name__ == "__main__":
