@@ -8,7 +8,7 @@ PORT ?= 8501
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: app test lint bench setup browser clean
+.PHONY: app study test lint bench setup browser clean
 
 setup: $(STAMP)
 
@@ -24,6 +24,11 @@ $(STAMP): requirements.txt Makefile
 
 app: setup
 	$(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT)
+
+# a user study on the local network: participants get only the study page (see README, "User study")
+study: setup
+	ASC_STUDY_MODE=1 $(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) \
+	  --server.address 0.0.0.0
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -1,6 +1,8 @@
 """AsC Studio: Streamlit entry point. A router (st.navigation) and the sidebar every page shares.
 
 Run with `make app` (or `.venv/bin/streamlit run app.py`). Set ASC_MODEL to start on another model.
+With ASC_STUDY_MODE=1 (`make study`) the app serves a user study: participants get only the study page,
+without sidebar or navigation; the password-protected results page stays reachable at /study-results.
 """
 
 from __future__ import annotations
@@ -11,17 +13,25 @@ import ui
 
 st.set_page_config(page_title="AsC Studio", page_icon=":material/account_tree:", layout="wide")
 ui.style()
-st.session_state["settings"] = ui.sidebar()
-page = st.navigation([
-    st.Page("pages/inspect.py", title="Completion inspector", icon=":material/account_tree:", default=True,
-            url_path="inspector"),
-    st.Page("pages/compare.py", title="Compare models", icon=":material/compare_arrows:", url_path="compare-models"),
-    st.Page("pages/global_eval.py", title="Global AsC-Eval", icon=":material/bar_chart:", url_path="global-asc-eval"),
-    st.Page("pages/causal.py", title="Causal effects", icon=":material/hub:", url_path="causal-effects"),
-    st.Page("pages/layers.py", title="Layer heatmaps", icon=":material/stacks:", url_path="layer-heatmaps"),
-    st.Page("pages/attention.py", title="Attention maps", icon=":material/grid_on:", url_path="attention-maps"),
-])
-with st.sidebar:
-    st.caption("AsC Studio explains code models in terms of syntax: AsC-Eval, AsC-Viz (ASTxplainer), "
-               "layer probes (INSPECT), attention heads (CodeSyntax).")
+study = st.Page("pages/study.py", title="User study", icon=":material/how_to_reg:", url_path="user-study")
+results = st.Page("pages/study_admin.py", title="Study results", icon=":material/lock:", url_path="study-results")
+if ui.study_mode():
+    st.session_state["settings"] = ui.default_settings()
+    page = st.navigation([study, results], position="hidden")
+else:
+    st.session_state["settings"] = ui.sidebar()
+    page = st.navigation([
+        st.Page("pages/inspect.py", title="Completion inspector", icon=":material/account_tree:", default=True,
+                url_path="inspector"),
+        st.Page("pages/compare.py", title="Compare models", icon=":material/compare_arrows:", url_path="compare-models"),
+        st.Page("pages/global_eval.py", title="Global AsC-Eval", icon=":material/bar_chart:",
+                url_path="global-asc-eval"),
+        st.Page("pages/causal.py", title="Causal effects", icon=":material/hub:", url_path="causal-effects"),
+        st.Page("pages/layers.py", title="Layer heatmaps", icon=":material/stacks:", url_path="layer-heatmaps"),
+        st.Page("pages/attention.py", title="Attention maps", icon=":material/grid_on:", url_path="attention-maps"),
+        study, results,
+    ])
+    with st.sidebar:
+        st.caption("AsC Studio explains code models in terms of syntax: AsC-Eval, AsC-Viz (ASTxplainer), "
+                   "layer probes (INSPECT), attention heads (CodeSyntax).")
 page.run()

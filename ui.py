@@ -210,6 +210,48 @@ def snippet_attention(spec: str, code: str) -> tuple:
     return sample, attend(get_bundle(spec), sample)
 
 
+def study_mode() -> bool:
+    """``ASC_STUDY_MODE=1``: the app serves only the participant page (no sidebar, no navigation)."""
+    return os.environ.get("ASC_STUDY_MODE", "") not in ("", "0", "false")
+
+
+def study_paths() -> tuple[Path, Path, str]:
+    """(study file, its frozen file, database URL): ``ASC_STUDY`` (default: the paper's study), the frozen file
+    and the SQLite database under ``<runs>/study`` (``ASC_STUDY_DIR``), or ``ASC_STUDY_DB`` (any SQLAlchemy URL)."""
+    from asc.study import DEFAULT_STUDY, default_folder, frozen_path, load_study
+    from asc.study_store import default_url
+
+    study = Path(os.environ.get("ASC_STUDY") or DEFAULT_STUDY)
+    definition = load_study(study)  # milliseconds; raises InputError naming the field when malformed
+    return study, frozen_path(definition), os.environ.get("ASC_STUDY_DB") or default_url(default_folder())
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _study(study_path: str, frozen: str, url: str, stamp: float):
+    from asc.study import load_frozen, load_study
+    from asc.study_store import StudyStore
+
+    definition = load_study(study_path)
+    prepared = load_frozen(frozen, definition) if Path(frozen).exists() else None
+    return definition, prepared, StudyStore(url, definition)
+
+
+def study():
+    """(definition, frozen study or None, store), shared by every session; re-read when the files change."""
+    study_path, frozen, url = study_paths()
+    stamp = sum(p.stat().st_mtime for p in (study_path, frozen) if p.exists())
+    return _study(str(study_path), str(frozen), url, stamp)
+
+
+def study_password() -> str:
+    """The researcher password: Streamlit secret ``study_password`` or ``ASC_STUDY_PASSWORD`` ("" = not set)."""
+    try:
+        secret = st.secrets.get("study_password", "")
+    except Exception:  # no secrets.toml at all: Streamlit raises its own error type
+        secret = ""
+    return str(secret or os.environ.get("ASC_STUDY_PASSWORD", ""))
+
+
 def runs_or_stop(where: str) -> tuple[list[Path], dict[Path, str]]:
     """Run folders and their titles; without any, say how to make one (``where``) and stop the page."""
     folders = run_folders()

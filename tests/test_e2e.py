@@ -31,13 +31,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(runs_dir):
+def _serve(env: dict, log_name: str):
+    """Start the app with ``env``; yields its URL, stops it afterwards."""
     port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ASC_RUNS_DIR": str(runs_dir)}  # small real results (conftest)
-    env.pop("ASC_MODEL", None)  # the embedded default: SmolLM2-135M
     OUT.mkdir(exist_ok=True)
-    log = open(OUT / "streamlit.log", "w")
+    log = open(OUT / log_name, "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"],
@@ -55,6 +53,49 @@ def server(runs_dir):
     yield url
     proc.terminate()
     proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def server(runs_dir):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ASC_RUNS_DIR": str(runs_dir)}  # small real results (conftest)
+    env.pop("ASC_MODEL", None)  # the embedded default: SmolLM2-135M
+    yield from _serve(env, "streamlit.log")
+
+
+@pytest.fixture(scope="module")
+def study_server(tmp_path_factory):
+    """The app in study mode on a two-sample study prepared with SmolLM2, a fresh SQLite file and a password."""
+    from asc.models import load_model
+    from asc.study import frozen_path, load_study, prepare_study, save_frozen
+
+    root = tmp_path_factory.mktemp("study")
+    study = root / "study.yaml"
+    study.write_text(STUDY)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ASC_STUDY_MODE": "1", "ASC_STUDY": str(study),
+           "ASC_STUDY_DIR": str(root / "data"), "ASC_STUDY_PASSWORD": "e2e-secret"}
+    definition = load_study(study)
+    target = frozen_path(definition, root / "data")
+    target.parent.mkdir(parents=True)
+    save_frozen(prepare_study(definition, load_model("smollm2-135m")), target)
+    yield from _serve(env, "streamlit-study.log")
+
+
+STUDY = """\
+id: e2e-study
+title: Rate a visualization
+model: smollm2-135m
+consent: You agree to rate two completions.
+groups:
+  - {id: S1, name: Sequence, view: sequence}
+background:
+  - {id: python, text: "How proficient are you in Python?", choices: [Novice, Intermediate, Expert]}
+ratings:
+  - {id: useful, text: "The visualization is useful to explain the model's prediction"}
+comment: {id: comment, text: "Anything else?"}
+samples:
+  - {id: count, prompt: "def count_chars(string, character):\\n    count = 0\\n"}
+  - {id: pal, prompt: "def is_palindrome(text):\\n", completion: "    return text == text[::-1]\\n"}
+"""
 
 
 def _idle(page, timeout=180_000):
@@ -148,3 +189,40 @@ def test_global_page_in_chromium(server, browser):
     charts.first.scroll_into_view_if_needed()
     charts.first.screenshot(path=str(OUT / "global-bars.png"))
     page.close()
+
+
+def test_participant_then_researcher_in_chromium(study_server, browser):
+    page = _open(browser, study_server, "Rate a visualization")
+    assert page.locator("[data-testid='stSidebar']").count() == 0  # participants get no sidebar or navigation
+    page.get_by_role("button", name="Start the study").click()
+    page.get_by_role("button", name="I agree and want to take part").click()
+    page.get_by_text("Expert").click()
+    page.get_by_role("button", name="Continue").click()
+    for n, level in ((1, "Agree"), (2, "Strongly agree")):
+        page.wait_for_selector(f"text=Sample {n} of 2", timeout=60_000)
+        _idle(page)
+        assert page.locator("pre.asc-seq span[data-token]").count() > 5  # group S1: the token sequence
+        page.get_by_text(level, exact=True).click()
+        if n == 2:
+            page.get_by_label("Anything else? (optional)").fill("colors help")
+        page.get_by_role("button", name="Submit and continue").click()
+    page.wait_for_selector("text=Your answers are saved under the code", timeout=60_000)
+    code = page.url.split("code=")[1][:8]
+    page.screenshot(path=str(OUT / "study-participant.png"))
+    page.close()
+
+    admin = _open(browser, study_server + "/study-results", "Study results", accept_downloads=True)
+    assert admin.locator("[data-testid='stDataFrame']").count() == 0  # nothing without the password
+    admin.get_by_label("Researcher password").fill("e2e-secret")
+    admin.get_by_label("Researcher password").press("Enter")
+    admin.wait_for_selector("text=Agreement per group and question (Table III)", timeout=60_000)
+    _idle(admin)
+    with admin.expect_download() as dl:
+        admin.get_by_role("button", name="All responses (CSV)").click()
+    rows = list(csv.DictReader(io.StringIO(Path(dl.value.path()).read_text(encoding="utf-8"))))
+    mine = [r for r in rows if r["code"] == code]
+    assert {(r["sample_id"], r["question_id"], r["value"]) for r in mine} == {
+        ("", "python", "Expert"), ("count", "useful", "4"), ("count", "comment", ""), ("pal", "useful", "5"),
+        ("pal", "comment", "colors help")}
+    admin.screenshot(path=str(OUT / "study-results.png"))
+    admin.close()

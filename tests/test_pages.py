@@ -331,3 +331,94 @@ def test_attention_page_shows_backend_scores(monkeypatch, tmp_path):
     amap = charts[1]
     assert any(t.get("name") == "gold edge" for t in amap["data"])
     assert any("top-1 attention" in h.proto.body for h in at.get("html"))
+
+
+TINY_STUDY = """\
+id: tiny-study
+title: Tiny study
+model: tiny-random
+consent: You agree to rate two samples.
+groups:
+  - {id: S2, name: AST partial, view: partial}
+background:
+  - {id: python, text: "How proficient are you in Python?", choices: [Novice, Expert]}
+ratings:
+  - {id: useful, text: The visualization is useful}
+  - {id: readable, text: The visualization is easy to read}
+comment: {id: comment, text: "Anything else?"}
+samples:
+  - {id: a, prompt: "def f(x):\\n", completion: "    return x\\n"}
+  - {id: b, prompt: "def g(y):\\n", completion: "    return [y\\n"}
+"""
+
+
+@pytest.fixture
+def tiny_study(monkeypatch, tmp_path):
+    from asc.study import load_study, prepare_study, save_frozen
+
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY_STUDY)
+    monkeypatch.setenv("ASC_STUDY", str(path))
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    _, frozen_path, _ = ui.study_paths()
+    frozen_path.parent.mkdir(parents=True, exist_ok=True)
+    save_frozen(prepare_study(load_study(path), ui.get_bundle("tiny-random")), frozen_path)
+    return path
+
+
+def test_participant_completes_the_study_and_answers_are_stored(tiny_study):
+    at = AppTest.from_file(str(ROOT / "pages" / "study.py"), default_timeout=120)
+    at.run()
+    assert not at.exception
+    _button(at, "Start the study").click().run()
+    code = at.query_params["code"]
+    code = code[0] if isinstance(code, list) else code
+    assert len(code) == 8
+    _button(at, "I agree and want to take part").click().run()
+    at.radio(key="bg_python").set_value("Expert")
+    at.get("form_submit_button")[0].click().run()
+    assert any("Sample 1 of 2" in s.value for s in at.subheader)
+    assert at.get("plotly_chart"), "the partial AST is shown to group S2"
+    at.get("form_submit_button")[0].click().run()  # nothing rated: refused with the question named
+    assert any("useful" in e.value.lower() for e in at.error)
+    at.radio(key="r_a_useful").set_value(4)
+    at.radio(key="r_a_readable").set_value(2)
+    at.get("form_submit_button")[0].click().run()
+    assert any("Sample 2 of 2" in s.value for s in at.subheader)
+    at.radio(key="r_b_useful").set_value(5)
+    at.radio(key="r_b_readable").set_value(5)
+    at.text_area(key="c_b").set_value("nice tree")
+    at.get("form_submit_button")[0].click().run()
+    assert not at.exception
+    assert any("Thank you" in s.value for s in at.success) or at.success
+    _, _, store = ui.study()
+    rows = store.responses()
+    mine = rows[rows["code"] == code]
+    assert sorted(mine["question_id"].tolist()) == sorted(["python", "useful", "readable", "comment"] * 1 +
+                                                          ["useful", "readable", "comment"])
+    assert set(mine[mine["sample_id"] == "b"]["value"].dropna()) == {"5", "nice tree"}
+    assert store.state(code).finished
+
+
+def test_study_results_page_needs_the_password(tiny_study, monkeypatch):
+    page = str(ROOT / "pages" / "study_admin.py")
+    at = AppTest.from_file(page, default_timeout=120)
+    at.run()
+    assert any("ASC_STUDY_PASSWORD" in i.value for i in at.info) and not at.dataframe
+    monkeypatch.setenv("ASC_STUDY_PASSWORD", "s3cret")
+    at = AppTest.from_file(page, default_timeout=120)
+    at.run()
+    at.text_input(key="study_pw").set_value("wrong").run()
+    assert not at.dataframe and any("Wrong password" in e.value for e in at.error)
+    _, _, store = ui.study()
+    code = store.new_participant()
+    store.consent(code)
+    store.save_background(code, {"python": "Novice"})
+    store.save_ratings(code, "a", {"useful": 5, "readable": 1, "comment": ""})
+    at.text_input(key="study_pw").set_value("s3cret").run()
+    assert not at.exception
+    progress, table = at.dataframe[0].value, at.dataframe[1].value
+    assert progress["assigned"].tolist() == [1]
+    row = table[table["question"] == "useful"].iloc[0]
+    assert row["n"] == 1 and row["Strongly agree"] == 100

@@ -1,0 +1,511 @@
+"""User-study definitions (paper section VI-D, Table III): load, validate, prepare once, freeze.
+
+A study file (YAML, or JSON with the same keys; chosen by extension) describes what every
+participant sees and answers. ``assets/studies/astxplainer.yaml`` is the paper's design::
+
+    id: astxplainer-viz            # letters, digits, '.', '_', '-'; keys the database rows
+    title: How useful are AST visualizations?
+    model: smollm2-135m            # anything load_model accepts
+    language: python               # optional, default python
+    aggregate: median              # optional: median | mean | max (node values)
+    intro: Markdown shown first    # optional
+    consent: Markdown the participant agrees to (required)
+    thanks: Markdown on the last page  # optional
+    collect_personal_data: false   # default false: nothing personal is stored
+    personal_fields:               # only with collect_personal_data: true
+      - {id: email, text: Your e-mail for the raffle, required: false}
+    groups:                        # between-subjects: each participant sees one group's view
+      - {id: C, name: Control, view: none}   # view: none | sequence | partial | complete
+      - {id: S1, name: Sequence, view: sequence}
+    background:                    # asked once; choices omitted = free-text answer
+      - {id: python, text: How proficient are you in Python?, choices: [Novice, Intermediate, Expert]}
+    ratings:                       # per sample; 5-point Likert, stored as 1..5
+      - {id: useful, text: The visualization is useful to explain the model's prediction}
+    comment: {id: comment, text: Anything else?}   # optional per-sample free text, never required
+    samples:
+      - id: count                  # given completion: shown verbatim
+        prompt: "def count(xs):\\n"
+        completion: "    return len(xs)\\n"
+      - id: fib                    # no completion: the model completes it once, at preparation
+        prompt: "def fib(n):\\n"
+        max_new_tokens: 64         # optional, default 64
+
+Questions (background, ratings, personal fields) take ``required`` (default true; the comment is
+never required). Every id is unique in its list and question ids are unique across all lists. A
+malformed file raises :class:`InputError` naming the file and the field, e.g.
+``study.yaml: samples[2].prompt: missing``; unknown keys are refused (they are usually typos).
+
+Preparation (:func:`prepare_study`) completes the samples without a completion once (greedy, so
+deterministic; the prompt's trailing whitespace is left to the model as in the inspector), scores
+the exact token ids once, and :func:`save_frozen` writes everything needed to draw the views to a
+JSON file, atomically. Participants are then shown the frozen content, rebuilt without a model by
+:func:`frozen_explanation`, so everyone sees identical samples. The frozen file records
+:func:`content_hash` of the definition (id, model, language and samples: what the frozen content
+depends on; question wording and groups can be edited without preparing again) and
+:func:`load_frozen` refuses a file whose hash differs. ``python -m asc.study prepare STUDY``
+prepares from the command line (``--out`` defaults to :func:`frozen_path`: ``<id>.frozen.json`` in
+:func:`default_folder`, ``runs/study`` unless configured: the folder of the default SQLite database).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+
+__all__ = ["VIEWS", "LIKERT_LABELS", "DEFAULT_STUDY", "Group", "Question", "Sample", "StudyDefinition",
+           "FrozenSample", "FrozenStudy", "load_study", "parse_study", "default_folder", "frozen_path", "content_hash",
+           "prepare_study", "save_frozen", "load_frozen", "frozen_explanation"]
+
+VIEWS = ("none", "sequence", "partial", "complete")
+LIKERT_LABELS = ("Strongly disagree", "Disagree", "Neutral", "Agree", "Strongly agree")  # values 1..5
+DEFAULT_STUDY = Path(__file__).resolve().parent.parent / "assets" / "studies" / "astxplainer.yaml"
+FROZEN_FORMAT = 1
+_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class Group:
+    id: str
+    name: str
+    view: str  # one of VIEWS
+
+
+@dataclass(frozen=True)
+class Question:
+    """A background question (``choices``; empty = free text), a Likert rating (``scale``), a personal
+    field or the per-sample comment (free text)."""
+
+    id: str
+    text: str
+    required: bool = True
+    choices: tuple[str, ...] = ()
+    scale: str | None = None  # "likert5" for ratings
+
+    @property
+    def kind(self) -> str:
+        return "likert" if self.scale else ("choice" if self.choices else "text")
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Likert labels for values 1..5 (empty for other questions)."""
+        return LIKERT_LABELS if self.scale else ()
+
+
+@dataclass(frozen=True)
+class Sample:
+    id: str
+    prompt: str
+    completion: str | None = None
+    max_new_tokens: int = 64
+
+
+@dataclass(frozen=True)
+class StudyDefinition:
+    id: str
+    title: str
+    model: str
+    consent: str
+    groups: tuple[Group, ...]
+    background: tuple[Question, ...]
+    ratings: tuple[Question, ...]
+    samples: tuple[Sample, ...]
+    comment: Question | None = None
+    language: str = "python"
+    aggregate: str = "median"
+    intro: str = ""
+    thanks: str = "Thank you for taking part."
+    collect_personal_data: bool = False
+    personal_fields: tuple[Question, ...] = ()
+    path: str | None = field(default=None, compare=False)
+
+    def group(self, group_id: str) -> Group:
+        return next(g for g in self.groups if g.id == group_id)
+
+    def sample(self, sample_id: str) -> Sample:
+        return next(s for s in self.samples if s.id == sample_id)
+
+
+# ---------------------------------------------------------------- parsing and validation
+
+
+class _Checker:
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, where: str, what: str):
+        raise InputError(f"{self.source}: {where}: {what}" if where else f"{self.source}: {what}")
+
+    def mapping(self, value, where: str, required: set[str], optional: set[str]) -> dict:
+        if not isinstance(value, dict):
+            self.fail(where, f"expected a mapping of keys, got {type(value).__name__}")
+        for key in value:
+            if key not in required | optional:
+                allowed = ", ".join(sorted(required | optional))
+                self.fail(_join(where, str(key)), f"unknown key (allowed: {allowed})")
+        for key in sorted(required):
+            if value.get(key) is None:
+                self.fail(_join(where, key), "missing")
+        return value
+
+    def text(self, value, where: str, default: str | None = None, allow_empty: bool = False) -> str:
+        if value is None and default is not None:
+            return default
+        if not isinstance(value, str):
+            self.fail(where, f"expected text, got {type(value).__name__}")
+        if not allow_empty and not value.strip():
+            self.fail(where, "empty")
+        return value
+
+    def ident(self, value, where: str) -> str:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        value = self.text(value, where)
+        if not _ID.match(value):
+            self.fail(where, f"{value!r} is not a valid id (use 1-64 letters, digits, '.', '_', '-')")
+        return value
+
+    def boolean(self, value, where: str, default: bool) -> bool:
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.fail(where, f"expected true or false, got {value!r}")
+        return value
+
+    def items(self, value, where: str, allow_empty: bool = False) -> list:
+        if not isinstance(value, list):
+            self.fail(where, f"expected a list, got {type(value).__name__}")
+        if not value and not allow_empty:
+            self.fail(where, "empty list")
+        return value
+
+    def unique(self, objs, where: str, seen: dict[str, str] | None = None) -> None:
+        seen = {} if seen is None else seen
+        for i, obj in enumerate(objs):
+            if obj.id in seen:
+                self.fail(f"{where}[{i}].id", f"duplicate id {obj.id!r} (already used by {seen[obj.id]})")
+            seen[obj.id] = f"{where}[{i}]"
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _question(ck: _Checker, raw, where: str, kind: str) -> Question:
+    keys = {"required"} | ({"choices"} if kind == "background" else set()) | ({"scale"} if kind == "rating" else set())
+    raw = ck.mapping(raw, where, {"id", "text"}, keys)
+    qid, text = ck.ident(raw["id"], f"{where}.id"), ck.text(raw["text"], f"{where}.text")
+    if kind == "comment":
+        if ck.boolean(raw.get("required"), f"{where}.required", False):
+            ck.fail(f"{where}.required", "the comment is always optional (set required: false or leave it out)")
+        return Question(qid, text, required=False)
+    required = ck.boolean(raw.get("required"), f"{where}.required", kind != "personal")
+    choices: tuple[str, ...] = ()
+    if raw.get("choices") is not None:
+        items = ck.items(raw["choices"], f"{where}.choices")
+        choices = tuple(ck.text(c, f"{where}.choices[{j}]") for j, c in enumerate(items))
+        if len(set(choices)) != len(choices):
+            ck.fail(f"{where}.choices", "duplicate choice")
+    scale = None
+    if kind == "rating":
+        scale = raw.get("scale", "likert5")
+        if scale != "likert5":
+            ck.fail(f"{where}.scale", f"{scale!r} is not supported (use likert5)")
+    return Question(qid, text, required=required, choices=choices, scale=scale)
+
+
+def parse_study(data: Any, source: str = "study") -> StudyDefinition:
+    """Validate a study given as parsed YAML/JSON (``source`` names it in error messages)."""
+    from .concepts import AGGREGATES
+    from .syntax import LANGUAGES
+
+    ck = _Checker(source)
+    if data is None:
+        ck.fail("", "the study file is empty")
+    raw = ck.mapping(data, "", {"id", "title", "model", "consent", "groups", "background", "ratings", "samples"},
+                     {"language", "aggregate", "intro", "thanks", "comment", "collect_personal_data",
+                      "personal_fields"})
+    language = ck.text(raw.get("language"), "language", "python")
+    if language not in LANGUAGES:
+        ck.fail("language", f"{language!r} is not one of {', '.join(LANGUAGES)}")
+    aggregate = ck.text(raw.get("aggregate"), "aggregate", "median")
+    if aggregate not in AGGREGATES:
+        ck.fail("aggregate", f"{aggregate!r} is not one of {', '.join(AGGREGATES)}")
+    groups = []
+    for i, g in enumerate(ck.items(raw["groups"], "groups")):
+        w = f"groups[{i}]"
+        g = ck.mapping(g, w, {"id", "view"}, {"name"})
+        view = g["view"]
+        if view not in VIEWS:
+            ck.fail(f"{w}.view", f"{view!r} is not one of {', '.join(VIEWS)}")
+        gid = ck.ident(g["id"], f"{w}.id")
+        groups.append(Group(gid, ck.text(g.get("name"), f"{w}.name", gid), view))
+    ck.unique(groups, "groups")
+    background = [_question(ck, q, f"background[{i}]", "background")
+                  for i, q in enumerate(ck.items(raw["background"], "background", allow_empty=True))]
+    ratings = [_question(ck, q, f"ratings[{i}]", "rating") for i, q in enumerate(ck.items(raw["ratings"], "ratings"))]
+    comment = _question(ck, raw["comment"], "comment", "comment") if raw.get("comment") is not None else None
+    collect = ck.boolean(raw.get("collect_personal_data"), "collect_personal_data", False)
+    personal = [_question(ck, q, f"personal_fields[{i}]", "personal")
+                for i, q in enumerate(ck.items(raw.get("personal_fields") or [], "personal_fields", allow_empty=True))]
+    if personal and not collect:
+        ck.fail("personal_fields", "given, but collect_personal_data is false (set it to true to store them)")
+    seen: dict[str, str] = {}
+    ck.unique(background, "background", seen)
+    ck.unique(ratings, "ratings", seen)
+    ck.unique([comment] if comment else [], "comment", seen)
+    ck.unique(personal, "personal_fields", seen)
+    samples = []
+    for i, s in enumerate(ck.items(raw["samples"], "samples")):
+        w = f"samples[{i}]"
+        s = ck.mapping(s, w, {"id", "prompt"}, {"completion", "max_new_tokens"})
+        n = s.get("max_new_tokens", 64)
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
+            ck.fail(f"{w}.max_new_tokens", f"expected a whole number from 1 to 1024, got {n!r}")
+        completion = s.get("completion")
+        if completion is not None:
+            completion = ck.text(completion, f"{w}.completion", allow_empty=True)
+        samples.append(Sample(ck.ident(s["id"], f"{w}.id"), ck.text(s["prompt"], f"{w}.prompt"), completion, n))
+    ck.unique(samples, "samples")
+    return StudyDefinition(
+        id=ck.ident(raw["id"], "id"), title=ck.text(raw["title"], "title"), model=ck.text(raw["model"], "model"),
+        consent=ck.text(raw["consent"], "consent"), groups=tuple(groups), background=tuple(background),
+        ratings=tuple(ratings), samples=tuple(samples), comment=comment, language=language, aggregate=aggregate,
+        intro=ck.text(raw.get("intro"), "intro", "", allow_empty=True),
+        thanks=ck.text(raw.get("thanks"), "thanks", "Thank you for taking part."),
+        collect_personal_data=collect, personal_fields=tuple(personal))
+
+
+def load_study(path: str | Path = DEFAULT_STUDY) -> StudyDefinition:
+    """Read and validate a study file (``.yaml``/``.yml`` or ``.json``); errors name the file and field."""
+    path = Path(path)
+    name = path.name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: study file not found") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{name}: cannot read the study file ({err})") from None
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise InputError(f"{name}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
+    elif path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            raise InputError(f"{name}: not valid YAML{at}: {getattr(err, 'problem', None) or err}") from None
+    else:
+        raise InputError(f"{name}: a study file must end in .yaml, .yml or .json")
+    return replace(parse_study(data, name), path=str(path))
+
+
+def default_folder() -> Path:
+    """Where studies keep their data (SQLite file, frozen files): ``$ASC_STUDY_DIR``, else ``study/`` in
+    ``$ASC_RUNS_DIR`` or the repository's ``runs/``."""
+    if os.environ.get("ASC_STUDY_DIR"):
+        return Path(os.environ["ASC_STUDY_DIR"])
+    return Path(os.environ.get("ASC_RUNS_DIR") or DEFAULT_STUDY.parent.parent.parent / "runs") / "study"
+
+
+def frozen_path(definition: StudyDefinition, folder: str | Path | None = None) -> Path:
+    """The conventional frozen file of a study: ``<folder or default_folder()>/<id>.frozen.json``."""
+    return Path(folder or default_folder()) / f"{definition.id}.frozen.json"
+
+
+def content_hash(definition: StudyDefinition) -> str:
+    """SHA-256 of what the frozen content depends on: id, model, language and the samples."""
+    payload = {"id": definition.id, "model": definition.model, "language": definition.language,
+               "samples": [asdict(s) for s in definition.samples]}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
+
+
+# ---------------------------------------------------------------- preparation and frozen files
+
+
+@dataclass(frozen=True, eq=False)
+class FrozenSample:
+    """One sample as every participant sees it: prompt + completion and the scores of its exact ids."""
+
+    id: str
+    prompt: str
+    completion: str
+    generated: bool  # True: the model wrote the completion at preparation; False: given in the file
+    stop_reason: str | None  # complete()'s stop reason when generated
+    n_prompt: int  # the first n_prompt tokens come from the prompt
+    scores: Any  # asc.scores.TokenScores of prompt + completion
+    model: dict  # {name, layers, parameters}
+    language: str = "python"
+    aggregate: str = "median"
+
+    @property
+    def text(self) -> str:
+        return self.prompt + self.completion
+
+
+@dataclass(frozen=True, eq=False)
+class FrozenStudy:
+    study_id: str
+    definition_hash: str
+    model: dict
+    prepared_at: str
+    samples: tuple[FrozenSample, ...]
+
+    def sample(self, sample_id: str) -> FrozenSample:
+        for s in self.samples:
+            if s.id == sample_id:
+                return s
+        raise InputError(f"sample {sample_id!r} is not in the prepared study {self.study_id!r}")
+
+
+def _common_prefix(a, b) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def prepare_study(definition: StudyDefinition, bundle=None) -> FrozenStudy:
+    """Complete (when no completion is given) and score every sample once; ``bundle`` defaults to
+    ``load_model(definition.model)``."""
+    from .generate import complete
+    from .models import load_model
+    from .scores import _encode, score_ids
+
+    bundle = bundle if bundle is not None else load_model(definition.model)
+    info = {"name": bundle.name, "layers": bundle.n_layers, "parameters": bundle.n_params}
+    frozen = []
+    for i, s in enumerate(definition.samples):
+        try:
+            if s.completion is None:
+                comp = complete(bundle, s.prompt, max_new_tokens=s.max_new_tokens, language=definition.language)
+                prompt, completion, stop = comp.prompt, comp.completion, comp.stop_reason
+                ids, start, end, special, n_prompt = comp.ids, comp.start, comp.end, comp.special, comp.n_prompt
+            else:
+                prompt, completion, stop = s.prompt, s.completion, None
+                ids, start, end, special = _encode(bundle, prompt + completion)
+                n_prompt = _common_prefix(_encode(bundle, prompt)[0].tolist(), ids.tolist())
+            scores = score_ids(bundle, prompt + completion, ids, start, end, special)
+        except InputError as err:
+            raise InputError(f"samples[{i}] ({s.id}): {err}") from None
+        frozen.append(FrozenSample(s.id, prompt, completion, s.completion is None, stop, int(n_prompt), scores, info,
+                                   definition.language, definition.aggregate))
+    return FrozenStudy(definition.id, content_hash(definition), info,
+                       datetime.now(UTC).isoformat(timespec="seconds"), tuple(frozen))
+
+
+def _floats(a: np.ndarray) -> list:
+    return [_floats(r) for r in a] if a.ndim > 1 else [None if math.isnan(x) else x for x in a.tolist()]
+
+
+def _scores_json(s) -> dict:
+    return {"ids": s.ids.tolist(), "start": s.start.tolist(), "end": s.end.tolist(), "special": s.special.tolist(),
+            "prob": _floats(s.prob), "logprob": _floats(s.logprob), "entropy": _floats(s.entropy),
+            "rank": s.rank.tolist(), "top_k": int(s.top_ids.shape[1]), "top_ids": s.top_ids.tolist(),
+            "top_probs": _floats(s.top_probs), "top_text": [list(r) for r in s.top_text], "n_windows": s.n_windows}
+
+
+def _scores_from(d: dict, source: str):
+    from .scores import TokenScores
+
+    k = d["top_k"]
+    return TokenScores(
+        source=source, ids=np.asarray(d["ids"], np.int64), start=np.asarray(d["start"], np.int64),
+        end=np.asarray(d["end"], np.int64), special=np.asarray(d["special"], bool),
+        prob=np.asarray(d["prob"], float), logprob=np.asarray(d["logprob"], float),
+        entropy=np.asarray(d["entropy"], float), rank=np.asarray(d["rank"], np.int64),
+        top_ids=np.asarray(d["top_ids"], np.int64).reshape(-1, k),
+        top_probs=np.asarray(d["top_probs"], float).reshape(-1, k),
+        top_text=tuple(tuple(r) for r in d["top_text"]), n_windows=int(d["n_windows"]))
+
+
+def save_frozen(frozen: FrozenStudy, path: str | Path) -> Path:
+    """Write the prepared study as JSON, atomically (a reader sees the old file or the new one)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"format": FROZEN_FORMAT, "study_id": frozen.study_id, "definition_hash": frozen.definition_hash,
+           "model": frozen.model, "prepared_at": frozen.prepared_at,
+           "samples": [{"id": s.id, "prompt": s.prompt, "completion": s.completion, "generated": s.generated,
+                        "stop_reason": s.stop_reason, "n_prompt": s.n_prompt, "scores": _scores_json(s.scores)}
+                       for s in frozen.samples]}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc, ensure_ascii=False, allow_nan=False), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def load_frozen(path: str | Path, definition: StudyDefinition) -> FrozenStudy:
+    """Read a frozen study; refuses one prepared from another definition (then prepare again)."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no prepared study: prepare it first (python -m asc.study prepare)") from None
+    except (OSError, ValueError) as err:
+        raise InputError(f"{path.name}: not a readable prepared study ({err}): prepare it again") from None
+    if not isinstance(doc, dict) or doc.get("format") != FROZEN_FORMAT:
+        raise InputError(f"{path.name}: not a prepared study of format {FROZEN_FORMAT}: prepare it again")
+    if doc.get("study_id") != definition.id or doc.get("definition_hash") != content_hash(definition):
+        raise InputError(f"{path.name} was prepared from another version of study {definition.id!r} (its samples, "
+                         "model or language changed): prepare the study again")
+    try:
+        samples = tuple(FrozenSample(s["id"], s["prompt"], s["completion"], bool(s["generated"]), s["stop_reason"],
+                                     int(s["n_prompt"]), _scores_from(s["scores"], s["prompt"] + s["completion"]),
+                                     doc["model"], definition.language, definition.aggregate)
+                        for s in doc["samples"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise InputError(f"{path.name}: damaged prepared study ({err!r}): prepare it again") from None
+    return FrozenStudy(doc["study_id"], doc["definition_hash"], doc["model"], doc["prepared_at"], samples)
+
+
+def frozen_explanation(sample: FrozenSample):
+    """``(Explanation, n_prompt)`` of a frozen sample, rebuilt from its stored scores without a model."""
+    from .explain import explain_scored
+
+    return explain_scored(sample.model, sample.scores, sample.language, sample.aggregate), sample.n_prompt
+
+
+def _main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m asc.study", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="validate a study file")
+    check.add_argument("study")
+    prep = sub.add_parser("prepare", help="complete and score the samples once, write the frozen file")
+    prep.add_argument("study")
+    prep.add_argument("--out", help="frozen file to write (default: <$ASC_STUDY_DIR or runs/study>/<id>.frozen.json)")
+    args = parser.parse_args(argv)
+    try:
+        definition = load_study(args.study)
+        if args.command == "prepare":
+            out = save_frozen(prepare_study(definition), args.out or frozen_path(definition))
+            print(f"prepared {len(definition.samples)} samples of {definition.id!r}: {out}")
+        else:
+            print(f"{definition.id}: {len(definition.groups)} groups, {len(definition.samples)} samples: ok")
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())
