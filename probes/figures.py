@@ -145,10 +145,12 @@ def head_heatmap(scores: np.ndarray, relation: str, best: tuple[int, int] | None
     return fig
 
 
-def _word_label(tokens, i: int) -> str:
+def _word_label(tokens, i: int, width: int = 14) -> str:
+    """``index:word`` for an axis tick: layout words as symbols, long words (docstrings) cut to ``width``."""
     t = tokens[i]
     shown = {"\n": "⏎", "\r\n": "⏎", "": "⇤"}.get(t, t if t.strip() else "⇥")
-    return f"{i}:{shown}"
+    shown = " ".join(shown.split())
+    return f"{i}:{shown[:width - 1]}…" if len(shown) > width else f"{i}:{shown}"
 
 
 def attention_map(matrix: np.ndarray, tokens, edges, causal: bool, title: str = ""):

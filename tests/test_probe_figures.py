@@ -87,3 +87,14 @@ def test_attention_figures_mark_gold_edges_and_the_best_head():
     assert "<span style='background:#ffbf69'>if</span>" in html
     wrong = edge_example_html(sample.code, sample.spans, (h, s, e), 0, causal=True)
     assert ">incorrect" in wrong
+
+
+def test_attention_map_labels_stay_short_for_docstrings():
+    from probes.figures import attention_map
+
+    tokens = ("def", "f", "(", ")", ":", "\n", "    ", '"""A very long docstring\nwith two lines"""', "\n", "")
+    spec = _spec(attention_map(np.zeros((len(tokens), len(tokens))), tokens, [], causal=True))
+    labels = spec["data"][0]["x"]
+    assert labels[5] == "5:⏎" and labels[6] == "6:⇥" and labels[9] == "9:⇤"
+    assert labels[7] == '7:"""A very lon…' and all(len(label) <= 17 and "\n" not in label for label in labels)
+    assert len(set(labels)) == len(labels)
