@@ -218,7 +218,8 @@ def study_mode() -> bool:
 def study_paths() -> tuple[Path, Path, str]:
     """(study file, its frozen file, database URL): ``ASC_STUDY`` (default: the paper's study), the frozen file
     and the SQLite database under ``<runs>/study`` (``ASC_STUDY_DIR``), or ``ASC_STUDY_DB`` (any SQLAlchemy URL)."""
-    from asc.study import DEFAULT_STUDY, default_folder, frozen_path, load_study
+    from asc.study import DEFAULT_STUDY, load_study
+    from asc.study_frozen import default_folder, frozen_path
     from asc.study_store import default_url
 
     study = Path(os.environ.get("ASC_STUDY") or DEFAULT_STUDY)
@@ -228,7 +229,8 @@ def study_paths() -> tuple[Path, Path, str]:
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def _study(study_path: str, frozen: str, url: str, stamp: float):
-    from asc.study import load_frozen, load_study
+    from asc.study import load_study
+    from asc.study_frozen import load_frozen
     from asc.study_store import StudyStore
 
     definition = load_study(study_path)

@@ -35,7 +35,7 @@ never required). Every id is unique in its list and question ids are unique acro
 malformed file raises :class:`InputError` naming the file and the field, e.g.
 ``study.yaml: samples[2].prompt: missing``; unknown keys are refused (they are usually typos).
 
-Preparation (:func:`prepare_study`) completes the samples without a completion once (greedy, so
+Preparation (:mod:`asc.study_frozen`, :func:`prepare_study`) completes the samples without a completion once (greedy, so
 deterministic; the prompt's trailing whitespace is left to the model as in the inspector), scores
 the exact token ids once, and :func:`save_frozen` writes everything needed to draw the views to a
 JSON file, atomically. Participants are then shown the frozen content, rebuilt without a model by
@@ -49,28 +49,20 @@ prepares from the command line (``--out`` defaults to :func:`frozen_path`: ``<id
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
-import os
 import re
-from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .errors import InputError
 
-__all__ = ["VIEWS", "LIKERT_LABELS", "DEFAULT_STUDY", "Group", "Question", "Sample", "StudyDefinition",
-           "FrozenSample", "FrozenStudy", "load_study", "parse_study", "default_folder", "frozen_path", "content_hash",
-           "prepare_study", "save_frozen", "load_frozen", "frozen_explanation"]
+__all__ = ["VIEWS", "LIKERT_LABELS", "DEFAULT_STUDY", "Group", "Question", "Sample", "StudyDefinition", "load_study",
+           "parse_study"]
 
 VIEWS = ("none", "sequence", "partial", "complete")
 LIKERT_LABELS = ("Strongly disagree", "Disagree", "Neutral", "Agree", "Strongly agree")  # values 1..5
 DEFAULT_STUDY = Path(__file__).resolve().parent.parent / "assets" / "studies" / "astxplainer.yaml"
-FROZEN_FORMAT = 1
 _ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -315,173 +307,6 @@ def load_study(path: str | Path = DEFAULT_STUDY) -> StudyDefinition:
     return replace(parse_study(data, name), path=str(path))
 
 
-def default_folder() -> Path:
-    """Where studies keep their data (SQLite file, frozen files): ``$ASC_STUDY_DIR``, else ``study/`` in
-    ``$ASC_RUNS_DIR`` or the repository's ``runs/``."""
-    if os.environ.get("ASC_STUDY_DIR"):
-        return Path(os.environ["ASC_STUDY_DIR"])
-    return Path(os.environ.get("ASC_RUNS_DIR") or DEFAULT_STUDY.parent.parent.parent / "runs") / "study"
-
-
-def frozen_path(definition: StudyDefinition, folder: str | Path | None = None) -> Path:
-    """The conventional frozen file of a study: ``<folder or default_folder()>/<id>.frozen.json``."""
-    return Path(folder or default_folder()) / f"{definition.id}.frozen.json"
-
-
-def content_hash(definition: StudyDefinition) -> str:
-    """SHA-256 of what the frozen content depends on: id, model, language and the samples."""
-    payload = {"id": definition.id, "model": definition.model, "language": definition.language,
-               "samples": [asdict(s) for s in definition.samples]}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
-
-
-# ---------------------------------------------------------------- preparation and frozen files
-
-
-@dataclass(frozen=True, eq=False)
-class FrozenSample:
-    """One sample as every participant sees it: prompt + completion and the scores of its exact ids."""
-
-    id: str
-    prompt: str
-    completion: str
-    generated: bool  # True: the model wrote the completion at preparation; False: given in the file
-    stop_reason: str | None  # complete()'s stop reason when generated
-    n_prompt: int  # the first n_prompt tokens come from the prompt
-    scores: Any  # asc.scores.TokenScores of prompt + completion
-    model: dict  # {name, layers, parameters}
-    language: str = "python"
-    aggregate: str = "median"
-
-    @property
-    def text(self) -> str:
-        return self.prompt + self.completion
-
-
-@dataclass(frozen=True, eq=False)
-class FrozenStudy:
-    study_id: str
-    definition_hash: str
-    model: dict
-    prepared_at: str
-    samples: tuple[FrozenSample, ...]
-
-    def sample(self, sample_id: str) -> FrozenSample:
-        for s in self.samples:
-            if s.id == sample_id:
-                return s
-        raise InputError(f"sample {sample_id!r} is not in the prepared study {self.study_id!r}")
-
-
-def _common_prefix(a, b) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def prepare_study(definition: StudyDefinition, bundle=None) -> FrozenStudy:
-    """Complete (when no completion is given) and score every sample once; ``bundle`` defaults to
-    ``load_model(definition.model)``."""
-    from .generate import complete
-    from .models import load_model
-    from .scores import _encode, score_ids
-
-    bundle = bundle if bundle is not None else load_model(definition.model)
-    info = {"name": bundle.name, "layers": bundle.n_layers, "parameters": bundle.n_params}
-    frozen = []
-    for i, s in enumerate(definition.samples):
-        try:
-            if s.completion is None:
-                comp = complete(bundle, s.prompt, max_new_tokens=s.max_new_tokens, language=definition.language)
-                prompt, completion, stop = comp.prompt, comp.completion, comp.stop_reason
-                ids, start, end, special, n_prompt = comp.ids, comp.start, comp.end, comp.special, comp.n_prompt
-            else:
-                prompt, completion, stop = s.prompt, s.completion, None
-                ids, start, end, special = _encode(bundle, prompt + completion)
-                n_prompt = _common_prefix(_encode(bundle, prompt)[0].tolist(), ids.tolist())
-            scores = score_ids(bundle, prompt + completion, ids, start, end, special)
-        except InputError as err:
-            raise InputError(f"samples[{i}] ({s.id}): {err}") from None
-        frozen.append(FrozenSample(s.id, prompt, completion, s.completion is None, stop, int(n_prompt), scores, info,
-                                   definition.language, definition.aggregate))
-    return FrozenStudy(definition.id, content_hash(definition), info,
-                       datetime.now(UTC).isoformat(timespec="seconds"), tuple(frozen))
-
-
-def _floats(a: np.ndarray) -> list:
-    return [_floats(r) for r in a] if a.ndim > 1 else [None if math.isnan(x) else x for x in a.tolist()]
-
-
-def _scores_json(s) -> dict:
-    return {"ids": s.ids.tolist(), "start": s.start.tolist(), "end": s.end.tolist(), "special": s.special.tolist(),
-            "prob": _floats(s.prob), "logprob": _floats(s.logprob), "entropy": _floats(s.entropy),
-            "rank": s.rank.tolist(), "top_k": int(s.top_ids.shape[1]), "top_ids": s.top_ids.tolist(),
-            "top_probs": _floats(s.top_probs), "top_text": [list(r) for r in s.top_text], "n_windows": s.n_windows}
-
-
-def _scores_from(d: dict, source: str):
-    from .scores import TokenScores
-
-    k = d["top_k"]
-    return TokenScores(
-        source=source, ids=np.asarray(d["ids"], np.int64), start=np.asarray(d["start"], np.int64),
-        end=np.asarray(d["end"], np.int64), special=np.asarray(d["special"], bool),
-        prob=np.asarray(d["prob"], float), logprob=np.asarray(d["logprob"], float),
-        entropy=np.asarray(d["entropy"], float), rank=np.asarray(d["rank"], np.int64),
-        top_ids=np.asarray(d["top_ids"], np.int64).reshape(-1, k),
-        top_probs=np.asarray(d["top_probs"], float).reshape(-1, k),
-        top_text=tuple(tuple(r) for r in d["top_text"]), n_windows=int(d["n_windows"]))
-
-
-def save_frozen(frozen: FrozenStudy, path: str | Path) -> Path:
-    """Write the prepared study as JSON, atomically (a reader sees the old file or the new one)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"format": FROZEN_FORMAT, "study_id": frozen.study_id, "definition_hash": frozen.definition_hash,
-           "model": frozen.model, "prepared_at": frozen.prepared_at,
-           "samples": [{"id": s.id, "prompt": s.prompt, "completion": s.completion, "generated": s.generated,
-                        "stop_reason": s.stop_reason, "n_prompt": s.n_prompt, "scores": _scores_json(s.scores)}
-                       for s in frozen.samples]}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, ensure_ascii=False, allow_nan=False), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
-
-
-def load_frozen(path: str | Path, definition: StudyDefinition) -> FrozenStudy:
-    """Read a frozen study; refuses one prepared from another definition (then prepare again)."""
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no prepared study: prepare it first (python -m asc.study prepare)") from None
-    except (OSError, ValueError) as err:
-        raise InputError(f"{path.name}: not a readable prepared study ({err}): prepare it again") from None
-    if not isinstance(doc, dict) or doc.get("format") != FROZEN_FORMAT:
-        raise InputError(f"{path.name}: not a prepared study of format {FROZEN_FORMAT}: prepare it again")
-    if doc.get("study_id") != definition.id or doc.get("definition_hash") != content_hash(definition):
-        raise InputError(f"{path.name} was prepared from another version of study {definition.id!r} (its samples, "
-                         "model or language changed): prepare the study again")
-    try:
-        samples = tuple(FrozenSample(s["id"], s["prompt"], s["completion"], bool(s["generated"]), s["stop_reason"],
-                                     int(s["n_prompt"]), _scores_from(s["scores"], s["prompt"] + s["completion"]),
-                                     doc["model"], definition.language, definition.aggregate)
-                        for s in doc["samples"])
-    except (KeyError, TypeError, ValueError) as err:
-        raise InputError(f"{path.name}: damaged prepared study ({err!r}): prepare it again") from None
-    return FrozenStudy(doc["study_id"], doc["definition_hash"], doc["model"], doc["prepared_at"], samples)
-
-
-def frozen_explanation(sample: FrozenSample):
-    """``(Explanation, n_prompt)`` of a frozen sample, rebuilt from its stored scores without a model."""
-    from .explain import explain_scored
-
-    return explain_scored(sample.model, sample.scores, sample.language, sample.aggregate), sample.n_prompt
-
-
 def _main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
@@ -494,6 +319,8 @@ def _main(argv: list[str] | None = None) -> int:
     prep.add_argument("study")
     prep.add_argument("--out", help="frozen file to write (default: <$ASC_STUDY_DIR or runs/study>/<id>.frozen.json)")
     args = parser.parse_args(argv)
+    from .study_frozen import frozen_path, prepare_study, save_frozen
+
     try:
         definition = load_study(args.study)
         if args.command == "prepare":

@@ -62,7 +62,8 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.pool import StaticPool
 
 from .errors import InputError
-from .study import LIKERT_LABELS, Question, StudyDefinition, default_folder
+from .study import LIKERT_LABELS, Question, StudyDefinition
+from .study_frozen import default_folder
 
 __all__ = ["StudyStore", "ParticipantState", "default_folder", "default_url", "normalize_code", "agreement_table",
            "rating_counts", "AGREEMENT_LEVELS"]

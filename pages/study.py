@@ -12,7 +12,7 @@ import streamlit as st
 import ui
 from asc import AscError
 from asc.figures import sequence_html, tree_figure
-from asc.study import frozen_explanation
+from asc.study_frozen import frozen_explanation
 
 try:
     definition, frozen, store = ui.study()

@@ -42,7 +42,7 @@ if frozen is None:
     st.warning("The study is not prepared: the samples without a completion must be completed once, so that every "
                "participant sees the same content.")
     if st.button(f"Prepare with {definition.model}", type="primary", key="study_prepare"):
-        from asc.study import prepare_study, save_frozen
+        from asc.study_frozen import prepare_study, save_frozen
 
         with st.status("Preparing: completing and scoring the samples...") as status:
             try:

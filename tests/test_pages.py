@@ -354,7 +354,8 @@ samples:
 
 @pytest.fixture
 def tiny_study(monkeypatch, tmp_path):
-    from asc.study import load_study, prepare_study, save_frozen
+    from asc.study import load_study
+    from asc.study_frozen import prepare_study, save_frozen
 
     path = tmp_path / "tiny.yaml"
     path.write_text(TINY_STUDY)

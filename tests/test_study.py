@@ -12,20 +12,9 @@ import yaml
 from asc.errors import InputError
 from asc.explain import explain_scored
 from asc.scores import _encode
-from asc.study import (
-    DEFAULT_STUDY,
-    LIKERT_LABELS,
-    VIEWS,
-    content_hash,
-    frozen_explanation,
-    frozen_path,
-    load_frozen,
-    load_study,
-    parse_study,
-    prepare_study,
-    save_frozen,
-)
+from asc.study import DEFAULT_STUDY, LIKERT_LABELS, VIEWS, load_study, parse_study
 from asc.study import _main as study_cli
+from asc.study_frozen import content_hash, frozen_explanation, frozen_path, load_frozen, prepare_study, save_frozen
 
 
 def test_shipped_study_is_the_papers_design():
