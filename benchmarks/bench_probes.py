@@ -75,10 +75,18 @@ def bench_features(model: str, n: int, rounds: int) -> None:
     print(f"  all layers / bare   : {ratio_c:6.3f}  (cost of returning every layer's states)")
 
 
+def _timed_probes(x, task):
+    """Train the probes of every layer (with the control task): the result and the seconds it took."""
+    from probes.linear import train_probes
+
+    t = time.perf_counter()
+    result, _ = train_probes(x, task)
+    return result, time.perf_counter() - t
+
+
 def bench_probes(n: int, layers: int, dim: int) -> None:
     import numpy as np
 
-    from probes.linear import train_probes
     from probes.tasks import Task
 
     rng = np.random.default_rng(0)
@@ -92,9 +100,7 @@ def bench_probes(n: int, layers: int, dim: int) -> None:
         for layer in range(layers // 3, layers, 5):  # a weak planted signal in some layers
             x[:, layer, :] += 0.04 * np.eye(k)[y] @ rng.normal(size=(k, dim))
         task = Task(name, tuple(map(str, range(k))), tuple(map(str, range(len(y)))), y, split)
-        t = time.perf_counter()
-        result, _ = train_probes(x, task)
-        dt = time.perf_counter() - t
+        result, dt = _timed_probes(x, task)
         total += dt
         print(f"  {name}: {k:2d} classes, {dt:5.1f} s, best layer {result.best_layer} "
               f"accuracy {result.accuracy[result.best_layer]:.2f}")
@@ -108,7 +114,6 @@ def bench_cached(folder: str) -> None:
 
     import numpy as np
 
-    from probes.linear import train_probes
     from probes.tasks import load_tsv
 
     root = Path(folder)
@@ -124,9 +129,7 @@ def bench_cached(folder: str) -> None:
             continue
         task = load_tsv(tsv, name)
         x = np.load(f)
-        t = time.perf_counter()
-        result, _ = train_probes(x, task)
-        dt = time.perf_counter() - t
+        result, dt = _timed_probes(x, task)
         total += dt
         print(f"  {f.parent.name[:14]:<14} {name}: {x.shape[1]} layers x {x.shape[2]} dims, {task.n} samples, "
               f"{dt:5.1f} s (best layer {result.best_layer}, accuracy {result.accuracy[result.best_layer]:.3f})")
