@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .align import AlignOptions
+from .atomic import write_atomic
 from .concepts import GLOBAL, CategoryMap, aggregate_segments, bootstrap_median, load_categories
 from .corpus import Snippet
 from .errors import CorpusError
@@ -87,9 +88,7 @@ def _frames(snip: Snippet, ex: Explanation, cmap: CategoryMap, aggregate: str) -
 
 
 def _write_atomic(df, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    df.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    write_atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
 
 
 def _settings(bundle: ModelBundle, corpus: str, aggregate: str, options: AlignOptions, max_window: int | None) -> dict:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .atomic import write_atomic
 from .errors import InputError
 from .study import DEFAULT_STUDY, StudyDefinition
 
@@ -159,10 +160,8 @@ def save_frozen(frozen: FrozenStudy, path: str | Path) -> Path:
            "samples": [{"id": s.id, "prompt": s.prompt, "completion": s.completion, "generated": s.generated,
                         "stop_reason": s.stop_reason, "n_prompt": s.n_prompt, "scores": _scores_json(s.scores)}
                        for s in frozen.samples]}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, ensure_ascii=False, allow_nan=False), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_atomic(path, lambda tmp: tmp.write_text(json.dumps(doc, ensure_ascii=False, allow_nan=False),
+                                                          encoding="utf-8"))
 
 
 def load_frozen(path: str | Path, definition: StudyDefinition) -> FrozenStudy:

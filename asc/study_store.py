@@ -61,6 +61,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.pool import StaticPool
 
+from .atomic import write_atomic
 from .errors import InputError
 from .study import LIKERT_LABELS, Question, StudyDefinition
 from .study_frozen import default_folder
@@ -383,11 +384,8 @@ class StudyStore:
 
     def export_csv(self, path: str | Path) -> Path:
         """All responses (:meth:`responses`) as CSV, written atomically."""
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        self.responses().to_csv(tmp, index=False)
-        os.replace(tmp, path)
-        return path
+        responses = self.responses()
+        return write_atomic(path, lambda tmp: responses.to_csv(tmp, index=False))
 
 
 def _validate(questions: tuple[Question, ...], answers: dict, what: str) -> dict:

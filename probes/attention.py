@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from asc.atomic import write_atomic
 from asc.errors import InputError
 
 from .features import model_key
@@ -108,12 +108,6 @@ class AttentionRun:
         return str(self.meta.get("model", self.folder.name))
 
 
-def _write_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}{path.suffix}")
-    write(tmp)
-    os.replace(tmp, path)
-
-
 def run_attention(bundle, codes: Sequence[str], out: str | Path, *, corpus: str = "", spec: str = "",
                   ks: Sequence[int] = range(1, 21),
                   val_fraction: float = 0.5, seed: int = 0, max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -154,16 +148,16 @@ def run_attention(bundle, codes: Sequence[str], out: str | Path, *, corpus: str 
     folder = Path(out) / model_key(bundle)
     folder.mkdir(parents=True, exist_ok=True)
     docs = [s.to_json() | {"split": sp} for s, sp in zip(kept, kept_splits)]
-    _write_atomic(folder / "samples.json", lambda p: p.write_text(json.dumps(docs)))
+    write_atomic(folder / "samples.json", lambda p: p.write_text(json.dumps(docs)))
     arrays = {f"{kind}_{sp}": getattr(scores, kind)[sp] for kind in ("hits", "edges") for sp in scores.hits}
-    _write_atomic(folder / "heads.npz", lambda p: np.savez_compressed(p, **arrays))
-    _write_atomic(folder / "baselines.csv", lambda p: baselines.to_csv(p, index=False))
+    write_atomic(folder / "heads.npz", lambda p: np.savez_compressed(p, **arrays))
+    write_atomic(folder / "baselines.csv", lambda p: baselines.to_csv(p, index=False))
     meta = {"model": bundle.name, "spec": spec or bundle.name, "source": bundle.source, "kind": "decoder" if bundle.causal else "encoder",
             "direction": "dependent -> head" if bundle.causal else "head -> dependent", "corpus": corpus,
             "n_codes": len(codes), "n_labelled": len(samples), "n_scored": len(kept), "too_long": too_long,
             "ks": list(scores.ks), "relations": list(scores.relations), "val_fraction": val_fraction, "seed": seed,
             "max_tokens": max_tokens, "n_samples": scores.n_samples, "seconds": round(time.perf_counter() - t0, 1)}
-    _write_atomic(folder / "meta.json", lambda p: p.write_text(json.dumps(meta, indent=1)))
+    write_atomic(folder / "meta.json", lambda p: p.write_text(json.dumps(meta, indent=1)))
     return AttentionRun(folder, meta, scores, baselines, tuple(kept), tuple(kept_splits))
 
 

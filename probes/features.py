@@ -22,12 +22,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+
+from asc.atomic import write_atomic
 
 __all__ = ["POOLINGS", "cached_features", "default_pooling", "extract_features", "model_key"]
 
@@ -158,9 +159,6 @@ def cached_features(bundle, task, pooling: str | None, cache_root: str | Path, *
                                     should_stop=should_stop)
     meta = {"model": bundle.name, "source": bundle.source, "task": task.name, "task_digest": task.digest,
             "pooling": pooling, "max_tokens": max_tokens, "truncated": truncated, "shape": list(x.shape)}
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{stem}.{os.getpid()}.npy"
-    np.save(tmp, x)
-    os.replace(tmp, path)
-    meta_path.write_text(json.dumps(meta, indent=1))
+    write_atomic(path, lambda tmp: np.save(tmp, x))
+    write_atomic(meta_path, lambda tmp: tmp.write_text(json.dumps(meta, indent=1)))
     return x, meta

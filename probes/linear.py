@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
+
+from asc.atomic import write_atomic
 
 __all__ = ["L2_GRID", "ProbeResult", "load_probes", "save_probes", "train_probes"]
 
@@ -174,14 +175,11 @@ def save_probes(result: ProbeResult, weights: dict | None, stem: str | Path) -> 
     arrays = {"y_test": result.y_test, "predictions": result.predictions}
     for key, value in (weights or {}).items():
         arrays[f"w_{key}"] = value
-    tmp = stem.with_name(f".{stem.name}.{os.getpid()}.npz")
-    np.savez_compressed(tmp, **arrays)
-    os.replace(tmp, stem.with_suffix(".npz"))
+    write_atomic(stem.with_suffix(".npz"), lambda tmp: np.savez_compressed(tmp, **arrays))
     doc = {"model": result.model, "task": result.task, "task_digest": result.task_digest, "pooling": result.pooling,
            "seed": result.seed, "labels": list(result.labels), "provenance": result.provenance, **result.metrics()}
-    tmp = stem.with_name(f".{stem.name}.{os.getpid()}.json")
-    tmp.write_text(json.dumps(doc, indent=1))
-    os.replace(tmp, stem.with_suffix(".json"))  # the JSON last: its presence marks a complete result
+    # the JSON last: its presence marks a complete result
+    write_atomic(stem.with_suffix(".json"), lambda tmp: tmp.write_text(json.dumps(doc, indent=1)))
     return stem.with_suffix(".json")
 
 
