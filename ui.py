@@ -165,6 +165,15 @@ def job_panel(jobs: list, describe=None) -> None:
             job.cancel.set()
 
 
+def model_picker(where, label: str, options: list[str], default: list[str], prefix: str, **kwargs) -> list[str]:
+    """Embedded models to tick plus a text box for other ids/paths (comma-separated); the chosen specs in order,
+    without repeats. Widget keys: ``<prefix>_models`` and ``<prefix>_other``."""
+    models = where.multiselect(label, options, default=[d for d in default if d in options], key=f"{prefix}_models",
+                               **kwargs)
+    other = where.text_input("Other models (comma-separated Hugging Face ids or paths)", key=f"{prefix}_other")
+    return list(dict.fromkeys(models + [m.strip() for m in other.split(",") if m.strip()]))
+
+
 def layers_dir() -> Path:
     """Where the Layer heatmaps page keeps probe results: ``<runs_dir>/layers``."""
     return runs_dir() / "layers"

@@ -26,9 +26,7 @@ root = ui.attention_dir()
 queue = ui.job_queue()
 with st.expander("Score a model's heads", expanded=not attention_runs(root)):
     c1, c2, c3 = st.columns([3, 2, 1])
-    models = c1.multiselect("Models", embedded_names(), default=[ui.default_model()]
-                            if ui.default_model() in embedded_names() else [], key="at_models")
-    other = c1.text_input("Other models (comma-separated Hugging Face ids or paths)", key="at_other")
+    models = ui.model_picker(c1, "Models", embedded_names(), [ui.default_model()], "at")
     corpus = c2.selectbox("Corpus", [*BUILTIN_CORPORA, "a folder, .py file or .jsonl path"], key="at_corpus")
     if corpus not in BUILTIN_CORPORA:
         corpus = c2.text_input("Corpus path", key="at_corpus_path").strip()
@@ -36,10 +34,9 @@ with st.expander("Score a model's heads", expanded=not attention_runs(root)):
                             help="functions of at most 40 lines. Attention takes layers x heads x n^2 numbers per "
                                  "snippet (SmolLM2 at 512 tokens: 283 MB), so longer snippets are skipped")
     if st.button("Start", type="primary", key="at_start"):
-        chosen = models + [m.strip() for m in other.split(",") if m.strip()]
-        if not chosen or not corpus:
+        if not models or not corpus:
             st.error("Choose at least one model and a corpus.")
-        for model in chosen:
+        for model in models:
             queue.submit_call(model, f"attention maps: {corpus} ({int(limit)})", root,
                               attention_job(corpus, root, spec=model, limit=int(limit)))
 

@@ -32,9 +32,7 @@ with right:
     names = embedded_names("decoder")
     default = [n for n in (ui.default_model(), "gemma3-270m" if ui.default_model() != "gemma3-270m" else "smollm2-135m")
                if n in names]
-    models = st.multiselect("Models (2 or 3)", names, default=default, max_selections=3, key="cmp_models")
-    other = st.text_input("Other models (comma-separated Hugging Face ids or paths)", key="cmp_other")
-    chosen = (models + [m.strip() for m in other.split(",") if m.strip()])[:3]
+    chosen = ui.model_picker(st, "Models (2 or 3)", names, default, "cmp", max_selections=3)[:3]
     run = st.button("Compare", type="primary", width="stretch", key="cmp_run")
 with left:
     st.selectbox("Example", list(examples), key="cmp_example",

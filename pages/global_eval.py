@@ -25,18 +25,15 @@ queue = ui.job_queue()
 with st.expander("Run a corpus evaluation", expanded=not ui.run_folders()):
     c1, c2, c3 = st.columns([3, 2, 1])
     decoders = embedded_names("decoder")
-    models = c1.multiselect("Models", decoders, default=[ui.default_model()] if ui.default_model() in decoders
-                            else [], key="run_models")
-    other = c1.text_input("Other models (comma-separated Hugging Face ids or paths)", key="run_other")
+    models = ui.model_picker(c1, "Models", decoders, [ui.default_model()], "run")
     corpus = c2.selectbox("Corpus", [*BUILTIN_CORPORA, "a folder, .py/.java or .jsonl path"], key="run_corpus")
     if corpus not in BUILTIN_CORPORA:
         corpus = c2.text_input("Corpus path", key="run_corpus_path").strip()
     limit = c3.number_input("Limit (0 = all)", 0, 100_000, 50, step=10, key="run_limit")
     if st.button("Start", type="primary", key="run_start"):
-        chosen = models + [m.strip() for m in other.split(",") if m.strip()]
-        if not chosen or not corpus:
+        if not models or not corpus:
             st.error("Choose at least one model and a corpus.")
-        for model in chosen:
+        for model in models:
             queue.submit(model, corpus, int(limit) or None, ui.runs_dir())
 
 

@@ -28,10 +28,8 @@ folder = ui.layers_dir()
 queue = ui.job_queue()
 with st.expander("Run probes", expanded=not ui.probe_results(folder)):
     c1, c2 = st.columns([3, 2])
-    models = c1.multiselect("Models", embedded_names(), default=[ui.default_model(), "minilm-l6"]
-                            if ui.default_model() in embedded_names() else ["minilm-l6"], key="lp_models",
-                            help="Decoders are summarised by their last token, encoders by [CLS] (change below).")
-    other = c1.text_input("Other models (comma-separated Hugging Face ids or paths)", key="lp_other")
+    models = ui.model_picker(c1, "Models", embedded_names(), [ui.default_model(), "minilm-l6"], "lp",
+                             help="Decoders are summarised by their last token, encoders by [CLS] (change below).")
     tasks = c2.multiselect("Tasks", TASK_NAMES, default=["KTX", "IDN", "LEN", "TYP", "CPX"], key="lp_tasks",
                            format_func=lambda t: f"{t}: {TASK_INFO[t]}")
     uploads = c2.file_uploader("INSPECT task files (split<TAB>label<TAB>text)", type=["tsv", "txt"],
@@ -44,7 +42,6 @@ with st.expander("Run probes", expanded=not ui.probe_results(folder)):
                            help="auto: last token for decoders, first ([CLS]) for encoders")
     seed = d4.number_input("Seed", 0, 2**31 - 1, 0, key="lp_seed")
     if st.button("Start", type="primary", key="lp_start"):
-        chosen = models + [m.strip() for m in other.split(",") if m.strip()]
         files = []
         for up in uploads or []:
             try:
@@ -56,10 +53,10 @@ with st.expander("Run probes", expanded=not ui.probe_results(folder)):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(up.getvalue())
             files.append(target)
-        if not chosen or not (tasks or files):
+        if not models or not (tasks or files):
             st.error("Choose at least one model and one task (or upload a task file).")
         else:
-            for model in chosen:
+            for model in models:
                 call = layer_job(tasks, folder, corpus=corpus, size=int(size), seed=int(seed), task_files=files,
                                  pooling=None if pooling == "auto" else pooling)
                 queue.submit_call(model, f"layer probes: {', '.join(tasks + [f.name for f in files])}", folder, call)
