@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui
+from asc import paths as asc_paths
+from ui import widgets
 
 st.set_page_config(page_title="AsC Studio", page_icon=":material/account_tree:", layout="wide")
-ui.style()
+widgets.style()
 study = st.Page("pages/study.py", title="User study", icon=":material/how_to_reg:", url_path="user-study")
 results = st.Page("pages/study_admin.py", title="Study results", icon=":material/lock:", url_path="study-results")
-if ui.study_mode():
-    st.session_state["settings"] = ui.default_settings()
+if asc_paths.study_mode():
+    st.session_state["settings"] = widgets.default_settings()
     page = st.navigation([study, results], position="hidden")
 else:
-    st.session_state["settings"] = ui.sidebar()
+    st.session_state["settings"] = widgets.sidebar()
     page = st.navigation([
         st.Page("pages/inspect.py", title="Completion inspector", icon=":material/account_tree:", default=True,
                 url_path="inspector"),

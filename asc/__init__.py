@@ -9,18 +9,19 @@ Importing ``asc`` loads no model and no heavy library; torch and transformers ar
 model is loaded.
 """
 
-from .align import Alignment, AlignOptions, align
-from .concepts import AGGREGATES, CategoryMap, aggregate_segments, bootstrap_median, load_categories
-from .corpus import BUILTIN_CORPORA, Snippet, extract_functions, load_corpus
-from .errors import AscError, CorpusError, InputError, ModelLoadError, UnknownModelError
-from .explain import Explanation, explain, explain_many, explain_scored
-from .figures import category_figure, figure_html, sequence_html, tree_figure
-from .generate import Completion, complete, explain_completion
-from .layout import TreeLayout, tree_layout
-from .models import DEFAULT_MODEL, EMBEDDED, ModelBundle, embedded_names, load_model, tiny_random_model
-from .runs import RunData, category_table, load_run, run_corpus
-from .scores import TokenScores, score_ids, score_text, score_texts
-from .syntax import LANGUAGES, SyntaxTree, parse
+from asc.align import Alignment, AlignOptions, align
+from asc.concepts import AGGREGATES, CategoryMap, aggregate_segments, bootstrap_median, load_categories
+from asc.corpus.runs import RunData, load_run, run_corpus
+from asc.corpus.sources import BUILTIN_CORPORA, Snippet, extract_functions, load_corpus
+from asc.corpus.summary import category_table
+from asc.errors import AscError, CorpusError, InputError, ModelLoadError, UnknownModelError
+from asc.explain import Explanation, explain, explain_many, explain_scored
+from asc.generate import Completion, complete, explain_completion
+from asc.models import DEFAULT_MODEL, EMBEDDED, ModelBundle, embedded_names, load_model, tiny_random_model
+from asc.scores import TokenScores, score_ids, score_text, score_texts
+from asc.syntax import LANGUAGES, SyntaxTree, parse
+from asc.viz import category_figure, figure_html, sequence_html, tree_figure
+from asc.viz.layout import TreeLayout, tree_layout
 
 __all__ = [
     "AGGREGATES", "BUILTIN_CORPORA", "DEFAULT_MODEL", "EMBEDDED", "LANGUAGES",

@@ -8,54 +8,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import os
 import sys
 import time
 from pathlib import Path
 
-from .align import AlignOptions
-from .concepts import AGGREGATES, load_categories
-from .errors import AscError, InputError
-
-log = logging.getLogger("asc")
-
-
-def _read_source(path: str) -> str:
-    if path == "-":
-        data = sys.stdin.buffer.read()
-        name = "standard input"
-    else:
-        p = Path(path)
-        if not p.is_file():
-            raise InputError(f"file not found: {path}")
-        data = p.read_bytes()
-        name = path
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise InputError(f"{name} is not valid UTF-8 (byte {err.start}: {err.reason}); "
-                         "re-save it as UTF-8, e.g. `iconv -f latin1 -t utf-8`") from None
-    if not text.strip():
-        raise InputError(f"{name} is empty: give a file with some code")
-    return text
+from asc.align import AlignOptions
+from asc.cli import add_common, fmt, load_bundle, read_source, run, write_table
+from asc.concepts import load_categories
+from asc.syntax import LANGUAGES
 
 
 def _align_options(args) -> AlignOptions:
     return AlignOptions(whitespace=args.whitespace, multi_leaf=args.multi_leaf, zero_width=args.zero_width)
 
 
-def _load(args):
-    from .models import load_model
-
-    t0 = time.perf_counter()
-    bundle = load_model(args.model, trust_remote_code=args.trust_remote_code)
-    log.info("loaded %s in %.1f s", bundle.name, time.perf_counter() - t0)
-    return bundle
-
-
 def cmd_models(args) -> int:
-    from .models import DEFAULT_MODEL, EMBEDDED, cache_dir
+    from asc.models import DEFAULT_MODEL, EMBEDDED
+    from asc.paths import cache_dir
 
     print(f"{'name':<14} {'kind':<8} {'installed':<10} description")
     for name, entry in EMBEDDED.items():
@@ -67,15 +36,11 @@ def cmd_models(args) -> int:
     return 0
 
 
-def _fmt(x, digits=3) -> str:
-    return "-" if x is None or x != x else f"{x:.{digits}f}"
-
-
 def cmd_explain(args) -> int:
-    from .explain import explain
+    from asc.explain import explain
 
-    source = _read_source(args.file)
-    bundle = _load(args)
+    source = read_source(args.file)
+    bundle = load_bundle(args)
     ex = explain(bundle, source, language=args.language, aggregate=args.aggregate, options=_align_options(args),
                  max_window=args.max_window)
     if args.json:
@@ -94,19 +59,19 @@ def cmd_explain(args) -> int:
         nodes["text"] = [repr(ex.source[s:e][:30]) for s, e in zip(nodes["start"], nodes["end"], strict=False)]
         print(nodes[["id", "type", "category", "depth", "n_tokens", "value", "text"]].to_string(index=False,
                                                                                           float_format="%.3f"))
-    print(f"\nmodel {bundle.name}  tokens {ex.scores.n_tokens}  loss {_fmt(ex.loss)} nats/token  "
-          f"perplexity {_fmt(ex.perplexity, 2)}  aggregate {args.aggregate}")
+    print(f"\nmodel {bundle.name}  tokens {ex.scores.n_tokens}  loss {fmt(ex.loss)} nats/token  "
+          f"perplexity {fmt(ex.perplexity, 2)}  aggregate {args.aggregate}")
     for cat, val in ex.category_values.items():
-        print(f"  {cat:<24} {_fmt(val)}")
+        print(f"  {cat:<24} {fmt(val)}")
     return 0
 
 
 def cmd_eval(args) -> int:
-    from .corpus import load_corpus
-    from .runs import category_table, load_run, run_corpus
+    from asc.corpus import category_table, load_run, run_corpus
+    from asc.corpus.sources import load_corpus
 
     snippets = load_corpus(args.corpus, limit=args.limit, min_lines=args.min_lines, max_lines=args.max_lines)
-    bundle = _load(args)
+    bundle = load_bundle(args)
     out = Path(args.out)
     t0 = time.perf_counter()
     try:
@@ -120,22 +85,22 @@ def cmd_eval(args) -> int:
     run = load_run(out)
     languages = sorted(set(run.snippets["language"]))
     table = category_table(run.nodes, load_categories(languages[0]).categories, n_boot=args.n_boot, seed=args.seed)
-    table.to_csv(out / "categories.csv", index=False)
+    write_table(table, out / "categories.csv")
     print(f"\nAsC-Eval, {bundle.name} on {args.corpus}: {len(run.snippets)} snippets, "
           f"{len(run.tokens)} tokens, mean loss {run.snippets['loss'].mean():.3f} nats/token "
           f"({elapsed:.0f} s this run)")
     print(f"bootstrapped median of node values ({args.n_boot} resamples, seed {args.seed}, 95% interval)\n")
     for row in table.itertuples():
         mark = "  " if row.median != row.median else ("+ " if row.median >= args.threshold else "- ")
-        print(f"{mark}{row.category:<24} {_fmt(row.median)}  [{_fmt(row.ci_low)}, {_fmt(row.ci_high)}]  "
+        print(f"{mark}{row.category:<24} {fmt(row.median)}  [{fmt(row.ci_low)}, {fmt(row.ci_high)}]  "
               f"nodes {row.n_nodes:>7}  snippets {row.n_snippets:>5}")
     print(f"\n(+ at or above the {args.threshold} line, - below)  results: {out}")
     return 0
 
 
 def cmd_compare(args) -> int:
-    from .compare import difference_table, summary_table, wide_table
-    from .runs import load_run
+    from asc.corpus.runs import load_run
+    from asc.corpus.summary import difference_table, summary_table, wide_table
 
     runs = [load_run(path) for path in args.runs]
     languages = {lang for run in runs for lang in set(run.snippets["language"])}
@@ -143,11 +108,7 @@ def cmd_compare(args) -> int:
     summary = summary_table(runs, categories, n_boot=args.n_boot, seed=args.seed)
     wide = wide_table(summary)
     if args.out:
-        out = Path(args.out)
-        if out.suffix == ".json":
-            out.write_text(summary.to_json(orient="records", indent=1))
-        else:
-            summary.to_csv(out, index=False)
+        write_table(summary, Path(args.out))
     import pandas as pd
 
     with pd.option_context("display.width", 250, "display.max_columns", None):
@@ -165,8 +126,8 @@ def cmd_compare(args) -> int:
 
 
 def cmd_causal(args) -> int:
-    from .causal import causal_table, snippet_table, treatments_of
-    from .runs import load_run
+    from asc.causal import causal_table, snippet_table, treatments_of
+    from asc.corpus.runs import load_run
 
     run = load_run(args.run, tables=("snippets", "concepts"))
     language = str(run.snippets["language"].iloc[0]) if len(run.snippets) else "python"
@@ -181,11 +142,7 @@ def cmd_causal(args) -> int:
                           simulations=args.simulations, on_progress=(lambda d, t: bar.update(1)) if bar else None)
     if bar is not None:
         bar.close()
-    out = Path(args.out)
-    if out.suffix == ".json":
-        out.write_text(result.to_json(orient="records", indent=1))
-    else:
-        result.to_csv(out, index=False)
+    out = write_table(result, Path(args.out))
     import pandas as pd
 
     cols = ["treatment", "n", "r_loss", "ate", "ci_low", "ci_high", "status"]
@@ -193,18 +150,6 @@ def cmd_causal(args) -> int:
         print(result[[c for c in cols if c in result.columns]].to_string(index=False, float_format=lambda v: f"{v:+.3f}"))
     print(f"\nfull table (r with each confounder, p-values, refuter effects and verdicts): {out}")
     return 0
-
-
-def _common(p: argparse.ArgumentParser) -> None:
-    from .models import DEFAULT_MODEL
-
-    p.add_argument("--model", default=DEFAULT_MODEL, help="embedded name, local folder, .gguf file or hub id")
-    p.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
-    p.add_argument("--aggregate", default="median", choices=AGGREGATES, help="theta per node (default: median)")
-    p.add_argument("--max-window", type=int, default=None, help="longest window in tokens (default: min(context, 2048))")
-    p.add_argument("--whitespace", default="enclosing", choices=("enclosing", "skip"))
-    p.add_argument("--multi-leaf", default="all", choices=("all", "first"))
-    p.add_argument("--zero-width", default="none", choices=("none", "next_token"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -217,9 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("explain", help="token and node table of one snippet")
     p.add_argument("file", help="source file, or - for standard input")
-    p.add_argument("--language", default="python", choices=("python", "java"))
+    p.add_argument("--language", default="python", choices=LANGUAGES)
     p.add_argument("--json", action="store_true", help="one JSON object (layout in the README)")
-    _common(p)
+    add_common(p)
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("eval", help="evaluate a corpus, write Parquet results, print a Table-I-style summary")
@@ -233,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--threshold", type=float, default=0.6, help="the 'acceptable confidence' line")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    _common(p)
+    add_common(p)
     p.set_defaults(func=cmd_eval)
     p = sub.add_parser("compare", help="Table-I comparison of several run folders (written by eval)")
     p.add_argument("runs", nargs="+", help="run folders")
@@ -251,35 +196,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_causal)
     return parser
-
-
-def run(args, user_errors: tuple[type[BaseException], ...] = (AscError,)) -> int:
-    """Set up logging and run ``args.func(args)``: ``user_errors`` exit 2 with one line, others 1 (``--debug``
-    re-raises). Shared by ``python -m asc`` and ``python -m probes``."""
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if not args.verbose:
-        try:
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.set_verbosity_error()
-            hf_logging.disable_progress_bar()
-        except ImportError:
-            pass
-    try:
-        return args.func(args)
-    except user_errors as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # e.g. `| head`: the reader left, nothing to report
-        sys.stderr.close()
-        return 0
-    except Exception as err:  # an unexpected failure: one line unless --debug
-        if args.debug:
-            raise
-        print(f"error: {type(err).__name__}: {err} (run with --debug for the traceback)", file=sys.stderr)
-        return 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,7 +30,8 @@ from typing import Literal
 
 import numpy as np
 
-from .syntax import SyntaxTree
+from asc.errors import InputError
+from asc.syntax import SyntaxTree
 
 __all__ = ["AlignOptions", "Alignment", "align"]
 
@@ -45,7 +46,7 @@ class AlignOptions:
         for name, allowed in (("whitespace", ("enclosing", "skip")), ("multi_leaf", ("all", "first")),
                               ("zero_width", ("none", "next_token"))):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"AlignOptions.{name}={getattr(self, name)!r}; choose one of {allowed}")
+                raise InputError(f"AlignOptions.{name}={getattr(self, name)!r}; choose one of {allowed}")
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .concepts import GLOBAL, CategoryMap
-from .errors import InputError
-from .runs import RunData
+from asc.concepts import GLOBAL, CategoryMap
+from asc.corpus.runs import RunData
+from asc.errors import InputError
 
 __all__ = ["CONFOUNDERS", "OUTCOME", "cyclomatic_complexity", "snippet_table", "treatments_of", "causal_graph",
            "estimate", "causal_table", "MIN_SNIPPETS"]

@@ -24,14 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError
+from asc.errors import InputError
+from asc.paths import CATEGORIES_DIR
 
 __all__ = ["AGGREGATES", "CategoryMap", "load_categories", "aggregate_segments", "bootstrap_median", "check_aggregate",
            "GLOBAL"]
 
 AGGREGATES = ("median", "mean", "max")
 GLOBAL = "Global"
-ASSETS = Path(__file__).resolve().parent.parent / "assets" / "categories"
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class CategoryMap:
 
 def load_categories(language: str = "python", path: str | Path | None = None) -> CategoryMap:
     """Read a category mapping; ``path`` overrides the shipped ``assets/categories/<language>.json``."""
-    return _load(language, str(path) if path else str(ASSETS / f"{language}.json"))
+    return _load(language, str(path) if path else str(CATEGORIES_DIR / f"{language}.json"))
 
 
 @lru_cache(maxsize=16)
@@ -60,7 +60,7 @@ def _load(language: str, path: str) -> CategoryMap:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        shipped = ", ".join(sorted(p.stem for p in ASSETS.glob("*.json")))
+        shipped = ", ".join(sorted(p.stem for p in CATEGORIES_DIR.glob("*.json")))
         raise InputError(f"no category mapping at {path}; shipped mappings: {shipped}") from None
     except json.JSONDecodeError as err:
         raise InputError(f"category mapping {path} is not valid JSON: {err}") from None

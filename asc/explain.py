@@ -2,7 +2,9 @@
 
 ``explain(bundle, source)`` is the entry point of the CLI's ``explain`` and of the pages. Scoring
 is one model call; everything after it is vectorized numpy. ``explain_scored`` builds the same
-result from scores computed elsewhere (batched corpus runs, generated token ids).
+result from scores computed elsewhere (batched corpus runs, generated token ids). ``compare_snippet``
+stacks several models' explanations of one text node by node (the tree depends on the text, not on
+the tokenizer, so node values subtract directly).
 """
 
 from __future__ import annotations
@@ -13,14 +15,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .align import Alignment, AlignOptions, align
-from .concepts import CategoryMap, aggregate_segments, check_aggregate, load_categories
-from .errors import InputError
-from .models import ModelBundle
-from .scores import TokenScores, score_texts
-from .syntax import SyntaxTree, encode_source, parse
+from asc.align import Alignment, AlignOptions, align
+from asc.concepts import CategoryMap, aggregate_segments, check_aggregate, load_categories
+from asc.errors import InputError
+from asc.models import ModelBundle
+from asc.scores import TokenScores, score_texts
+from asc.syntax import SyntaxTree, encode_source, parse
 
-__all__ = ["Explanation", "explain", "explain_many", "explain_scored", "check_source"]
+__all__ = ["Explanation", "SnippetComparison", "check_source", "compare_snippet", "explain", "explain_many", "explain_scored"]
 
 
 def _none_if_nan(x: float) -> float | None:
@@ -175,7 +177,7 @@ def explain_many(bundle: ModelBundle, sources: Sequence[str], language: str = "p
     """AsC-Eval for several snippets, scored in batched forward passes."""
     for src in sources:
         check_source(src)
-    info = {"name": bundle.name, "layers": bundle.n_layers, "parameters": bundle.n_params}
+    info = bundle.summary()
     scored = score_texts(bundle, sources, max_window=max_window)
     return [explain_scored(info, s, language, aggregate, options, categories) for s in scored]
 
@@ -185,3 +187,46 @@ def explain(bundle: ModelBundle, source: str, language: str = "python", aggregat
             max_window: int | None = None) -> Explanation:
     """AsC-Eval for one snippet: one forward pass (or overlapping windows for long inputs)."""
     return explain_many(bundle, [source], language, aggregate, options, categories, max_window)[0]
+
+
+@dataclass(frozen=True)
+class SnippetComparison:
+    """Several models' AsC-Eval of one snippet on the shared tree. ``values`` has shape (M, N)."""
+
+    models: tuple[str, ...]
+    explanations: tuple[Explanation, ...]
+    values: np.ndarray
+
+    def difference(self, a: int = 0, b: int = 1) -> np.ndarray:
+        """(N,) node values of model ``a`` minus model ``b`` (NaN where either has none)."""
+        return self.values[a] - self.values[b]
+
+    def disagreements(self, a: int = 0, b: int = 1, k: int = 15, named_only: bool = True):
+        """The ``k`` nodes with the largest |A - B|, with both values and the node's text."""
+        import pandas as pd
+
+        ex = self.explanations[0]
+        t = ex.tree
+        diff = self.difference(a, b)
+        rows = [{"id": i, "type": t.type[i], "category": ex.node_category[i], self.models[a]: self.values[a, i],
+                 self.models[b]: self.values[b, i], "difference": diff[i], "text": t.text(i)[:60]}
+                for i in range(t.n_nodes) if not np.isnan(diff[i]) and (t.named[i] or not named_only)]
+        table = pd.DataFrame(rows)
+        if table.empty:
+            return table
+        return table.reindex(table["difference"].abs().sort_values(ascending=False).index).head(k).reset_index(drop=True)
+
+
+def compare_snippet(explanations: Sequence[Explanation], models: Sequence[str] | None = None) -> SnippetComparison:
+    """Stack several models' explanations of the same source (same text, language) node by node."""
+    if len(explanations) < 2:
+        raise InputError("compare at least two models")
+    first = explanations[0]
+    for ex in explanations[1:]:
+        if ex.source != first.source or ex.tree.language != first.tree.language:
+            raise InputError("every model must explain the same text in the same language")
+    names = tuple(models or (ex.model.get("name", f"model {i}") for i, ex in enumerate(explanations)))
+    if len(set(names)) != len(names):
+        names = tuple(f"{n} ({i + 1})" for i, n in enumerate(names))
+    return SnippetComparison(models=names, explanations=tuple(explanations),
+                             values=np.stack([ex.values for ex in explanations]))

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .align import AlignOptions
-from .errors import InputError
-from .explain import Explanation, check_source, explain_scored
-from .models import ModelBundle
-from .scores import _encode, score_ids
+from asc.align import AlignOptions
+from asc.errors import InputError
+from asc.explain import Explanation, check_source, explain_scored
+from asc.models import ModelBundle
+from asc.scores import encode, score_ids
 
 __all__ = ["Completion", "complete", "explain_completion", "function_end"]
 
@@ -108,7 +108,7 @@ def complete(bundle: ModelBundle, prompt: str, max_new_tokens: int = 64, *, temp
     prompt = prompt.rstrip()
     if max_new_tokens < 1:
         raise InputError("max_new_tokens must be at least 1")
-    ids, start, end, special = _encode(bundle, prompt)
+    ids, start, end, special = encode(bundle, prompt)
     room = bundle.context_length - len(ids)
     if room < 1:
         raise InputError(f"the prompt has {len(ids)} tokens, the model's context is {bundle.context_length}: "
@@ -160,6 +160,6 @@ def complete(bundle: ModelBundle, prompt: str, max_new_tokens: int = 64, *, temp
 def explain_completion(bundle: ModelBundle, comp: Completion, language: str = "python", aggregate: str = "median",
                        options: AlignOptions | None = None, max_window: int | None = None) -> Explanation:
     """AsC-Eval of prompt + completion, scored on the exact ids (prompt's and generated)."""
-    info = {"name": bundle.name, "layers": bundle.n_layers, "parameters": bundle.n_params}
+    info = bundle.summary()
     scores = score_ids(bundle, comp.text, comp.ids, comp.start, comp.end, comp.special, max_window=max_window)
     return explain_scored(info, scores, language, aggregate, options)

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, ModelLoadError, UnknownModelError
+from asc.errors import InputError, ModelLoadError, UnknownModelError
+from asc.paths import cache_dir
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -94,9 +95,13 @@ class ModelBundle:
         plain = self.tokenizer("x", add_special_tokens=False)["input_ids"]
         return len(ids) > len(plain) and ids[0] in set(self.tokenizer.all_special_ids)
 
-    def describe(self) -> dict:
-        return {"name": self.name, "source": self.source, "layers": self.n_layers,
-                "parameters": self.n_params, "context_length": self.context_length,
+    def summary(self) -> dict[str, Any]:
+        """``{name, layers, parameters}``: what every result records about the model that made it."""
+        return {"name": self.name, "layers": self.n_layers, "parameters": self.n_params}
+
+    def describe(self) -> dict[str, Any]:
+        """:meth:`summary` plus where the weights came from, the context length and the kind."""
+        return {**self.summary(), "source": self.source, "context_length": self.context_length,
                 "kind": "decoder" if self.causal else "encoder"}
 
     def require_causal(self, what: str = "next-token probabilities") -> None:
@@ -174,13 +179,6 @@ def embedded_names(kind: str | None = None) -> list[str]:
     if kind not in (None, "decoder", "encoder"):
         raise ValueError(f"kind must be 'decoder', 'encoder' or None, not {kind!r}")
     return [n for n, e in EMBEDDED.items() if kind is None or e.kind == kind]
-
-
-def cache_dir() -> Path:
-    """Where de-quantized GGUF weights are kept: ``$ASC_CACHE_DIR`` or ``~/.cache/asc-studio``."""
-    root = os.environ.get("ASC_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "asc-studio")
-    return Path(root)
 
 
 def _context_length(model, tokenizer) -> int:

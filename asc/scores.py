@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InputError
-from .models import ModelBundle
+from asc.errors import InputError
+from asc.models import ModelBundle
 
-__all__ = ["TokenScores", "score_text", "score_texts", "score_ids", "TOP_K", "DEFAULT_MAX_WINDOW"]
+__all__ = ["DEFAULT_MAX_WINDOW", "TOP_K", "TokenScores", "encode", "score_ids", "score_text", "score_texts"]
 
 TOP_K = 5
 DEFAULT_MAX_WINDOW = 2048
@@ -94,7 +94,9 @@ def _vocab_text(tokenizer) -> list[str]:
     return table
 
 
-def _encode(bundle: ModelBundle, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def encode(bundle: ModelBundle, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Token ids of ``text`` with special tokens, and per token its character span and special flag:
+    ``(ids, start, end, special)``, each of shape (T,). The one tokenization every score starts from."""
     enc = bundle.tokenizer(text, add_special_tokens=True, return_offsets_mapping=True,
                            return_special_tokens_mask=True, verbose=False)
     ids = np.asarray(enc["input_ids"], dtype=np.int64)
@@ -210,7 +212,7 @@ def score_texts(bundle: ModelBundle, sources: Sequence[str], *, max_window: int 
     for src in sources:
         if not isinstance(src, str):
             raise InputError("source must be text (str); decode bytes as UTF-8 first")
-        items.append((src, *_encode(bundle, src)))
+        items.append((src, *encode(bundle, src)))
     return _score_many(bundle, items, max_window)
 
 
@@ -219,14 +221,13 @@ def _score_many(bundle: ModelBundle, items, max_window: int | None) -> list[Toke
     if window < 2:
         raise InputError(f"window of {window} tokens is too short to score anything")
     k = min(TOP_K, len(bundle.tokenizer))
-    rows, owners = [], []
+    rows = []
     plans_per_item = []
-    for n_item, (_, ids, *_rest) in enumerate(items):
+    for _, ids, *_rest in items:
         plans = _plan_windows(len(ids), window) if len(ids) > 1 else []
         plans_per_item.append(plans)
         for begin, first, end in plans:
             rows.append((ids[begin:end], first - begin))
-            owners.append((n_item, begin))
     with bundle.lock:
         stats = _forward_rows(bundle, rows, k) if rows else []
     vocab_text = _vocab_text(bundle.tokenizer)

@@ -19,7 +19,7 @@ from functools import cache
 
 import numpy as np
 
-from .errors import InputError
+from asc.errors import InputError
 
 __all__ = ["LANGUAGES", "SyntaxTree", "parse", "byte_to_char", "encode_source", "get_parser"]
 

@@ -31,11 +31,11 @@ def main() -> None:
     import torch
     from transformers.utils import logging as hf_logging
 
-    from asc.corpus import load_corpus
+    from asc.corpus.sources import load_corpus
     from asc.explain import explain, explain_many
-    from asc.figures import category_figure, sequence_html, tree_figure
     from asc.models import load_model
-    from asc.scores import _batches, _encode, _plan_windows
+    from asc.scores import _batches, _plan_windows, encode
+    from asc.viz import category_figure, sequence_html, tree_figure
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
@@ -48,7 +48,7 @@ def main() -> None:
         for chunk in chunks:
             rows = []
             for src in chunk:
-                ids = _encode(bundle, src)[0]
+                ids = encode(bundle, src)[0]
                 rows += [(ids[b:e], f - b) for b, f, e in _plan_windows(len(ids), window)]
             batches = list(_batches(bundle, rows))
             t0 = time.perf_counter()
@@ -63,7 +63,7 @@ def main() -> None:
             explain_many(bundle, chunk)
         timings["pipeline"][-1] += time.perf_counter() - t0
 
-    n_tokens = sum(len(_encode(bundle, s)[0]) for s in snippets)
+    n_tokens = sum(len(encode(bundle, s)[0]) for s in snippets)
     timings: dict[str, list[float]] = {"bare": [0.0], "pipeline": [0.0]}
     pipeline()  # warm-up: first-call caches (vocabulary table, parsers, allocator)
     bare()

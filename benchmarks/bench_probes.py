@@ -29,7 +29,7 @@ def bench_features(model: str, n: int, rounds: int) -> None:
     import torch
     from transformers.utils import logging as hf_logging
 
-    from asc.corpus import load_corpus
+    from asc.corpus.sources import load_corpus
     from asc.models import load_model
     from probes.features import _TOKEN_BUDGET, extract_features
 
@@ -77,7 +77,7 @@ def bench_features(model: str, n: int, rounds: int) -> None:
 
 def _timed_probes(x, task):
     """Train the probes of every layer (with the control task): the result and the seconds it took."""
-    from probes.linear import train_probes
+    from probes.inspect.linear import train_probes
 
     t = time.perf_counter()
     result, _ = train_probes(x, task)
@@ -87,7 +87,7 @@ def _timed_probes(x, task):
 def bench_probes(n: int, layers: int, dim: int) -> None:
     import numpy as np
 
-    from probes.tasks import Task
+    from probes.inspect.tasks import Task
 
     rng = np.random.default_rng(0)
     total = 0.0
@@ -114,7 +114,7 @@ def bench_cached(folder: str) -> None:
 
     import numpy as np
 
-    from probes.tasks import load_tsv
+    from probes.inspect.tasks import load_tsv
 
     root = Path(folder)
     files = sorted(root.glob("features/*/*.npy"))

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 def _shoot(figs: dict[str, object], out: Path) -> None:
     from playwright.sync_api import sync_playwright
 
-    from asc.figures import figure_html
+    from asc.viz import figure_html
 
     with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
@@ -42,10 +42,10 @@ def main() -> None:
     ap.add_argument("--attention", default="runs/attention")
     ap.add_argument("--out", default=str(ROOT / "docs"))
     args = ap.parse_args()
-    from probes.attention import attention_runs, load_attention_run, relation_table
+    from probes.codesyntax.attention import attention_runs, load_attention_run, relation_table
     from probes.figures import best_layer_heatmap, head_heatmap, layer_heatmap
-    from probes.layers import best_layer_table, load_results, results_table
-    from probes.tasks import TASK_NAMES
+    from probes.inspect.layers import best_layer_table, load_results, results_table
+    from probes.inspect.tasks import TASK_NAMES
 
     figs = {}
     results = load_results(args.layers) if Path(args.layers).is_dir() else []

@@ -1,6 +1,6 @@
 """Attention maps: attention heads scored against syntactic relations (CodeSyntax, Tables 3 and 6).
 
-Runs go to the app-wide background queue and write to ``<runs>/attention`` (``probes.attention``),
+Runs go to the app-wide background queue and write to ``<runs>/attention`` (``probes.codesyntax.attention``),
 as ``python -m probes attention --out runs/attention`` does. For one snippet the page recomputes the
 word-level attention server-side and sends only the chosen head's matrix to the browser.
 """
@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui
 from asc import BUILTIN_CORPORA, AscError, embedded_names
-from asc.figures import figure_html
-from probes.attention import attention_job, attention_runs, relation_table
+from asc import paths as asc_paths
+from asc.corpus.jobs import JobKind
+from asc.viz import figure_html
+from probes.codesyntax.attention import attention_job, attention_runs, relation_table
+from probes.codesyntax.heads import METRICS
 from probes.figures import attention_map, edge_example_html, head_heatmap
-from probes.heads import METRICS
+from ui import cache, jobs, widgets
 
 st.title("Attention maps")
 st.caption("Do attention heads follow the syntax of code better than trivial baselines? (CodeSyntax, Shen et al.) "
@@ -22,11 +24,11 @@ st.caption("Do attention heads follow the syntax of code better than trivial bas
            "the k words attended most. The best head per relation is chosen on half of the snippets (val) and "
            "reported on the other half (test), next to the offset and keyword baselines on the same edges.")
 
-root = ui.attention_dir()
-queue = ui.job_queue()
+root = asc_paths.attention_dir()
+queue = jobs.job_queue()
 with st.expander("Score a model's heads", expanded=not attention_runs(root)):
     c1, c2, c3 = st.columns([3, 2, 1])
-    models = ui.model_picker(c1, "Models", embedded_names(), [ui.default_model()], "at")
+    models = widgets.model_picker(c1, "Models", embedded_names(), [asc_paths.default_model()], "at")
     corpus = c2.selectbox("Corpus", [*BUILTIN_CORPORA, "a folder, .py file or .jsonl path"], key="at_corpus")
     if corpus not in BUILTIN_CORPORA:
         corpus = c2.text_input("Corpus path", key="at_corpus_path").strip()
@@ -37,13 +39,13 @@ with st.expander("Score a model's heads", expanded=not attention_runs(root)):
         if not models or not corpus:
             st.error("Choose at least one model and a corpus.")
         for model in models:
-            queue.submit_call(model, f"attention maps: {corpus} ({int(limit)})", root,
+            queue.submit_call(JobKind.ATTENTION, model, f"attention maps: {corpus} ({int(limit)})", root,
                               attention_job(corpus, root, spec=model, limit=int(limit)))
 
 
 @st.fragment(run_every=2.0)
 def job_panel() -> None:
-    ui.job_panel([j for j in queue.jobs() if j.call is not None and j.corpus.startswith("attention")])
+    jobs.job_panel(JobKind.ATTENTION)
 
 
 job_panel()
@@ -53,7 +55,7 @@ if not folders:
     st.info("No attention scores yet: start a run above, or from a shell: "
             "`.venv/bin/python -m probes attention --model smollm2-135m --corpus humaneval --out runs/attention`.")
     st.stop()
-runs = {f: ui.attention_run(f) for f in folders}
+runs = {f: cache.attention_run(f) for f in folders}
 folder = st.selectbox("Model run", folders, key="at_run", format_func=lambda f: (
     f"{runs[f].model} · {runs[f].meta.get('corpus', '?')} · {runs[f].meta['n_scored']} snippets · {f.name}"))
 run = runs[folder]
@@ -110,7 +112,7 @@ head = p3.number_input("Head", 0, run.scores.hits["test"].shape[4] - 1, best[1],
 sample = run.samples[pick]
 try:
     with st.spinner("Computing attention for this snippet..."):
-        _, word_attn = ui.snippet_attention(run.meta.get("spec", run.model), sample.code)
+        _, word_attn = cache.snippet_attention(run.meta.get("spec", run.model), sample.code)
 except AscError as err:
     st.error(str(err))
     st.stop()
@@ -118,8 +120,8 @@ matrix = word_attn[int(layer), int(head)]  # only this head's matrix goes to the
 edges = list(sample.relns[relation])
 fig = attention_map(matrix, sample.tokens, edges, run.scores.causal,
                     f"{run.model} layer {layer} head {head}: {relation} (circles: gold edges)")
-box = st.container(key="treebox_attention")  # scrolls sideways at the figure's pixel width (ui.style)
-box.html(f"<style>.st-key-at_map{{min-width:{int(fig.layout.width)}px;max-width:none !important}}</style>")
+box = st.container(key="treebox_attention")  # scrolls sideways at the figure's pixel width (widgets.style)
+box.html(widgets.wide_chart_css("at_map", fig.layout.width))
 box.plotly_chart(fig, key="at_map", width=int(fig.layout.width))
 edge_i = st.selectbox("Edge", range(len(edges)), key=f"at_edge_{relation}_{pick}", format_func=lambda i: (
     f"{sample.tokens[edges[i][0]]!r} → {' '.join(sample.tokens[edges[i][1]:edges[i][2] + 1])[:50]!r}"))

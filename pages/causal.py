@@ -8,10 +8,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-import ui
 from asc.causal import CONFOUNDERS
-from asc.corpus_figures import causal_graph_figure, treatment_scatter
-from asc.figures import figure_html
+from asc.viz import causal_graph_figure, figure_html, treatment_scatter
+from ui import cache, guards
 
 st.title("Causal effects")
 st.caption("Per concept: Pearson r with the confounders and the loss, and the average treatment effect "
@@ -19,7 +18,7 @@ st.caption("Per concept: Pearson r with the confounders and the loss, and the av
            "levels, AST nodes and cyclomatic complexity (dowhy: backdoor, linear regression), checked by three "
            "refuters. A concept absent from a snippet is missing, not 0.")
 
-folders, titles = ui.runs_or_stop("run a corpus (100+ snippets recommended) on the Global AsC-Eval page")
+folders, titles = guards.runs_or_stop("run a corpus (100+ snippets recommended) on the Global AsC-Eval page")
 chosen = st.multiselect("Results (one or two models)", folders, default=folders[:1], max_selections=2,
                         format_func=titles.get, key="causal_runs")
 c1, c2, c3 = st.columns(3)
@@ -32,7 +31,7 @@ if not chosen:
 
 results = {}
 for path in chosen:
-    table, result = ui.causal_result(path, int(min_n), int(sims), int(seed))
+    table, result = cache.causal_result(path, int(min_n), int(sims), int(seed))
     results[titles[path].split(" · ")[0] + f" · {path.name}"] = (table, result)
 
 cols = ["treatment", "n", *[f"r_{z}" for z in CONFOUNDERS], "r_loss", "p_loss", "ate", "ci_low", "ci_high",

@@ -12,17 +12,18 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-import ui
 from asc import AscError, embedded_names
-from asc.compare import compare_snippet
-from asc.figures import figure_html, tree_figure
+from asc import paths as asc_paths
+from asc.explain import compare_snippet
+from asc.viz import figure_html, tree_figure
+from ui import cache, guards, widgets
 
-settings: ui.Settings = st.session_state.get("settings") or ui.default_settings()
+settings: widgets.Settings = st.session_state.get("settings") or widgets.default_settings()
 st.title("Compare models on one snippet")
 st.caption("Each model's AsC-Eval on the same syntax tree, and model A minus model B per node on a diverging "
            "scale (blue: A more confident, red: B more confident).")
 
-examples = ui.examples()
+examples = widgets.examples()
 if "cmp_code" not in st.session_state:
     st.session_state["cmp_example"] = "count_chars.py"
     st.session_state["cmp_code"] = examples["count_chars.py"]
@@ -30,9 +31,9 @@ if "cmp_code" not in st.session_state:
 left, right = st.columns([3, 2])
 with right:
     names = embedded_names("decoder")
-    default = [n for n in (ui.default_model(), "gemma3-270m" if ui.default_model() != "gemma3-270m" else "smollm2-135m")
+    default = [n for n in (asc_paths.default_model(), "gemma3-270m" if asc_paths.default_model() != "gemma3-270m" else "smollm2-135m")
                if n in names]
-    chosen = ui.model_picker(st, "Models (2 or 3)", names, default, "cmp", max_selections=3)[:3]
+    chosen = widgets.model_picker(st, "Models (2 or 3)", names, default, "cmp", max_selections=3)[:3]
     run = st.button("Compare", type="primary", width="stretch", key="cmp_run")
 with left:
     st.selectbox("Example", list(examples), key="cmp_example",
@@ -45,12 +46,12 @@ if run:
             raise ValueError("Choose at least two models.")
         if not code.strip():
             raise ValueError("The editor is empty: pick an example or paste some code.")
-        ui.check_length(code)
+        guards.check_length(code)
         explanations = []
         for model in chosen:
             with st.spinner(f"{model}: loading and scoring..."):
-                ui.get_bundle(model, settings.trust_remote_code)
-                explanations.append(ui.cached_explain(model, settings.trust_remote_code, code, settings.language,
+                cache.get_bundle(model, settings.trust_remote_code)
+                explanations.append(cache.cached_explain(model, settings.trust_remote_code, code, settings.language,
                                                       settings.aggregate))
         st.session_state["comparison"] = compare_snippet(explanations, chosen)
     except (AscError, ValueError) as err:
@@ -79,8 +80,7 @@ for col, model, ex in zip(cols, comp.models, exs):
     fig = tree_figure(ex, view, collapse_unary=True, title=f"{model}: loss {ex.loss:.3f}")
     trees.append(fig)
     box = col.container(key=f"cmpbox_{len(trees)}")
-    box.html(f"<style>.st-key-cmptree_{len(trees)}{{min-width:{int(fig.layout.width)}px;max-width:none !important}}"
-             f".st-key-cmpbox_{len(trees)}{{overflow-x:auto}}</style>")
+    box.html(widgets.wide_chart_css(f"cmptree_{len(trees)}", fig.layout.width, box=f"cmpbox_{len(trees)}"))
     box.plotly_chart(fig, key=f"cmptree_{len(trees)}", width=int(fig.layout.width))
 
 st.subheader("Difference")
@@ -94,8 +94,7 @@ span = max(0.2, float(np.ceil(np.nanmax(np.abs(diff), initial=0.0) * 10) / 10))
 diff_fig = tree_figure(exs[a], view, collapse_unary=True, values=diff, colorscale="RdBu", cmin=-span, cmax=span,
                        value_label=label, title=f"difference tree: {label} (scale ±{span:g})")
 box = st.container(key="cmpbox_diff")
-box.html(f"<style>.st-key-cmptree_diff{{min-width:{int(diff_fig.layout.width)}px;max-width:none !important}}"
-         ".st-key-cmpbox_diff{overflow-x:auto}</style>")
+box.html(widgets.wide_chart_css("cmptree_diff", diff_fig.layout.width, box="cmpbox_diff"))
 box.plotly_chart(diff_fig, key="cmptree_diff", width=int(diff_fig.layout.width))
 worst = comp.disagreements(a, b, k=15)
 st.markdown("**Nodes where they disagree most**")

@@ -10,22 +10,24 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-import ui
 from asc import BUILTIN_CORPORA, embedded_names, load_categories
-from asc.compare import difference_table, run_labels, type_table, wide_table
+from asc import paths as asc_paths
 from asc.concepts import GLOBAL
-from asc.corpus_figures import category_bars, concept_treemap, difference_bars, styled_table, value_distribution
-from asc.figures import figure_html
+from asc.corpus import runs as asc_runs
+from asc.corpus.jobs import JobKind
+from asc.corpus.summary import difference_table, run_labels, type_table, wide_table
+from asc.viz import category_bars, concept_treemap, difference_bars, figure_html, styled_table, value_distribution
+from ui import cache, guards, jobs, widgets
 
 st.title("Global AsC-Eval")
 st.caption("AsC-Eval over whole corpora: the bootstrapped median of node values per syntax category (paper "
            "Table I, Fig. 3) and the distribution of node values (Fig. 6), for one or several models.")
 
-queue = ui.job_queue()
-with st.expander("Run a corpus evaluation", expanded=not ui.run_folders()):
+queue = jobs.job_queue()
+with st.expander("Run a corpus evaluation", expanded=not asc_runs.run_folders(asc_paths.runs_dir())):
     c1, c2, c3 = st.columns([3, 2, 1])
     decoders = embedded_names("decoder")
-    models = ui.model_picker(c1, "Models", decoders, [ui.default_model()], "run")
+    models = widgets.model_picker(c1, "Models", decoders, [asc_paths.default_model()], "run")
     corpus = c2.selectbox("Corpus", [*BUILTIN_CORPORA, "a folder, .py/.java or .jsonl path"], key="run_corpus")
     if corpus not in BUILTIN_CORPORA:
         corpus = c2.text_input("Corpus path", key="run_corpus_path").strip()
@@ -34,7 +36,7 @@ with st.expander("Run a corpus evaluation", expanded=not ui.run_folders()):
         if not models or not corpus:
             st.error("Choose at least one model and a corpus.")
         for model in models:
-            queue.submit(model, corpus, int(limit) or None, ui.runs_dir())
+            queue.submit(model, corpus, int(limit) or None, asc_paths.runs_dir())
 
 
 @st.fragment(run_every=2.0)
@@ -46,12 +48,12 @@ def job_panel() -> None:
             label += f", {job.done}/{job.total} snippets, {job.elapsed:.0f} s"
         return label
 
-    ui.job_panel([j for j in queue.jobs() if j.call is None], describe)  # corpus runs (probes: their page)
+    jobs.job_panel(JobKind.EVAL, describe)  # corpus runs (probes: their page)
 
 
 job_panel()
 
-folders, titles = ui.runs_or_stop("start a run above")
+folders, titles = guards.runs_or_stop("start a run above")
 latest: dict[tuple[str, str], object] = {}
 for f in folders:  # the newest run per (model, corpus) is preselected
     model_name, corpus_name = titles[f].split(" · ")[:2]
@@ -67,12 +69,12 @@ threshold = s1.number_input("Threshold", 0.0, 1.0, 0.6, 0.05, key="threshold",
 n_boot = s2.number_input("Bootstrap resamples", 100, 5000, 500, 100, key="n_boot")
 seed = s3.number_input("Seed", 0, 2**31 - 1, 0, key="boot_seed")
 
-runs = [ui.cached_run(f) for f in chosen]
+runs = [cache.cached_run(f) for f in chosen]
 labels = run_labels(runs)
 language = str(runs[0].snippets["language"].iloc[0]) if len(runs[0].snippets) else "python"
 categories = load_categories(language).categories
 with st.spinner("Bootstrapping..."):
-    summary = ui.cached_summary(chosen, categories, int(n_boot), int(seed))
+    summary = cache.cached_summary(chosen, categories, int(n_boot), int(seed))
 wide = wide_table(summary)
 
 st.subheader("AsC-Eval per model (Table I)")

@@ -10,16 +10,16 @@ import json
 
 import streamlit as st
 
-import ui
 from asc import AscError
-from asc.figures import category_figure, figure_html, sequence_html, standalone_html, tree_figure
+from asc.viz import category_figure, figure_html, sequence_html, standalone_html, tree_figure
+from ui import cache, guards, widgets
 
-settings: ui.Settings = st.session_state.get("settings") or ui.default_settings()
+settings: widgets.Settings = st.session_state.get("settings") or widgets.default_settings()
 st.title("Completion inspector")
 st.caption("Next-token probabilities aligned to the syntax tree (AsC-Eval), colored from red (poorly predicted) "
            "to blue (confident) on a fixed 0-1 scale (AsC-Viz). Grey: no predicted token.")
 
-examples = ui.examples()
+examples = widgets.examples()
 
 
 def _load_example() -> None:
@@ -36,7 +36,7 @@ with left:
     upload = st.file_uploader("or upload a .py / .java file", type=["py", "java", "txt"], key="upload")
     if upload is not None and st.session_state.get("uploaded_id") != upload.file_id:
         try:
-            st.session_state["code"] = ui.decode_upload(upload.getvalue(), upload.name)
+            st.session_state["code"] = guards.decode_upload(upload.getvalue(), upload.name)
             st.session_state["uploaded_id"] = upload.file_id
         except AscError as err:
             st.error(str(err))
@@ -56,17 +56,17 @@ if do_complete or do_explain:
     try:
         if not code.strip():
             raise ValueError("The editor is empty: pick an example or paste some code.")
-        ui.check_length(code)
-        bundle = ui.model_or_none(settings)
+        guards.check_length(code)
+        bundle = guards.model_or_none(settings)
         if bundle is not None:
             args = (settings.model, settings.trust_remote_code)
             with st.spinner("Running the model..."):
                 if do_complete:
-                    comp, ex = ui.cached_complete(*args, code, max_new, temperature, top_p, int(seed), settings.language,
+                    comp, ex = cache.cached_complete(*args, code, max_new, temperature, top_p, int(seed), settings.language,
                                                   settings.aggregate)
                     result = {"ex": ex, "n_prompt": comp.n_prompt, "stop": comp.stop_reason}
                 else:
-                    result = {"ex": ui.cached_explain(*args, code, settings.language, settings.aggregate),
+                    result = {"ex": cache.cached_explain(*args, code, settings.language, settings.aggregate),
                               "n_prompt": None, "stop": None}
             st.session_state["result"] = {**result, "model": settings.model}
             st.session_state["selected"] = None
@@ -122,7 +122,7 @@ def views() -> None:
     for tab, view in zip(tabs, ("partial", "complete")):
         fig = tree_figure(ex, view, max_depth=fold or None, collapse_unary=collapse, selected=selected)
         box = tab.container(key=f"treebox_{view}")  # scrolls sideways: the figure keeps its pixel width
-        box.html(f"<style>.st-key-tree_{view}{{min-width:{int(fig.layout.width)}px;max-width:none !important}}</style>")
+        box.html(widgets.wide_chart_css(f"tree_{view}", fig.layout.width))
         event = box.plotly_chart(fig, key=f"tree_{view}", on_select="rerun", selection_mode="points", width=int(fig.layout.width),
                                  config={"scrollZoom": True, "displaylogo": False})
         points = event.selection.points if event and event.selection else []

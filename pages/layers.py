@@ -1,7 +1,7 @@
 """Layer heatmaps: INSPECT-style linear probes on every layer (task x layer heatmaps, Table III).
 
 Runs go to the app-wide background queue (they continue when the user leaves the page) and write
-to ``<runs>/layers`` (``probes.layers``): a second run of the same task reuses cached features
+to ``<runs>/layers`` (``probes.inspect.layers``): a second run of the same task reuses cached features
 and finished probes. Everything shown here is read back from that folder, including results
 written by ``python -m probes layers --out runs/layers``.
 """
@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui
 from asc import BUILTIN_CORPORA, AscError, embedded_names
-from asc.figures import figure_html
+from asc import paths as asc_paths
+from asc.corpus.jobs import JobKind
+from asc.viz import figure_html
 from probes.figures import best_layer_heatmap, confusion_figure, layer_curves, layer_heatmap, normalized_heatmap
-from probes.layers import best_layer_table, layer_job, normalized_table, results_table
-from probes.tasks import TASK_INFO, TASK_NAMES
+from probes.inspect.layers import best_layer_table, layer_job, normalized_table, results_table
+from probes.inspect.tasks import TASK_INFO, TASK_NAMES
+from ui import cache, guards, jobs, widgets
 
 st.title("Layer heatmaps")
 st.caption("Which layers linearly encode which properties of code (INSPECT, Karmakar and Robbes). One forward "
@@ -24,11 +26,11 @@ st.caption("Which layers linearly encode which properties of code (INSPECT, Karm
            "reported on the last 20%. The control task (shuffled labels) and the majority class tell learned "
            "structure from probe capacity. The English MiniLM encoder plays BERT's role as the baseline.")
 
-folder = ui.layers_dir()
-queue = ui.job_queue()
-with st.expander("Run probes", expanded=not ui.probe_results(folder)):
+folder = asc_paths.layers_dir()
+queue = jobs.job_queue()
+with st.expander("Run probes", expanded=not cache.probe_results(folder)):
     c1, c2 = st.columns([3, 2])
-    models = ui.model_picker(c1, "Models", embedded_names(), [ui.default_model(), "minilm-l6"], "lp",
+    models = widgets.model_picker(c1, "Models", embedded_names(), [asc_paths.default_model(), "minilm-l6"], "lp",
                              help="Decoders are summarised by their last token, encoders by [CLS] (change below).")
     tasks = c2.multiselect("Tasks", TASK_NAMES, default=["KTX", "IDN", "LEN", "TYP", "CPX"], key="lp_tasks",
                            format_func=lambda t: f"{t}: {TASK_INFO[t]}")
@@ -45,7 +47,7 @@ with st.expander("Run probes", expanded=not ui.probe_results(folder)):
         files = []
         for up in uploads or []:
             try:
-                ui.decode_upload(up.getvalue(), up.name)
+                guards.decode_upload(up.getvalue(), up.name)
             except AscError as err:
                 st.error(str(err))
                 continue
@@ -59,18 +61,18 @@ with st.expander("Run probes", expanded=not ui.probe_results(folder)):
             for model in models:
                 call = layer_job(tasks, folder, corpus=corpus, size=int(size), seed=int(seed), task_files=files,
                                  pooling=None if pooling == "auto" else pooling)
-                queue.submit_call(model, f"layer probes: {', '.join(tasks + [f.name for f in files])}", folder, call)
+                queue.submit_call(JobKind.LAYERS, model, f"layer probes: {', '.join(tasks + [f.name for f in files])}", folder, call)
 
 
 @st.fragment(run_every=2.0)
 def job_panel() -> None:
     """Progress of the probe runs, refreshed every 2 s while the page is open."""
-    ui.job_panel([j for j in queue.jobs() if j.call is not None and j.corpus.startswith("layer")])
+    jobs.job_panel(JobKind.LAYERS)
 
 
 job_panel()
 
-results = ui.probe_results(folder)
+results = cache.probe_results(folder)
 if not results:
     st.info("No probe results yet: start a run above, or from a shell: "
             "`.venv/bin/python -m probes layers --model smollm2-135m --tasks KTX,IDN,LEN --out runs/layers`.")

@@ -1,7 +1,7 @@
 """User study, participant side (paper section VI-D): consent, background, samples with one view, ratings.
 
 Each participant gets an anonymous code (kept in the URL as ``?code=...``), so a reload or a new
-connection resumes where they stopped; the store (``asc.study_store``) assigns the group and saves
+connection resumes where they stopped; the store (``asc.study.store``) assigns the group and saves
 every page when it is submitted. The samples are the prepared (frozen) study: identical for all.
 """
 
@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui
 from asc import AscError
-from asc.figures import sequence_html, tree_figure
-from asc.study_frozen import frozen_explanation
+from asc.study.frozen import frozen_explanation
+from asc.viz import sequence_html, tree_figure
+from ui import study as ui_study
+from ui import widgets
 
 try:
-    definition, frozen, store = ui.study()
+    definition, frozen, store = ui_study.study()
 except AscError as err:
     st.error(f"The study cannot be opened: {err}")
     st.stop()
@@ -23,7 +24,7 @@ except AscError as err:
 st.title(definition.title)
 if frozen is None:
     st.info("This study is not open yet: the researcher prepares it on the Study results page "
-            "(or with `python -m asc.study prepare`).")
+            "(or with `python -m asc.study.definition prepare`).")
     st.stop()
 
 code = st.query_params.get("code") or st.session_state.get("study_code")
@@ -42,7 +43,7 @@ if state is None:
     with resume:
         typed = st.text_input("Resume with your code", key="study_resume", placeholder="e.g. K7QX2MHD")
         if st.button("Resume", key="study_resume_go"):
-            from asc.study_store import normalize_code
+            from asc.study.store import normalize_code
 
             if store.state(normalize_code(typed)) is None:
                 st.error("No participant has this code in this study: check it, or start anew.")
@@ -107,7 +108,7 @@ elif state.step == "sample":
         st.markdown("The code's syntax tree, each node colored by the model's confidence (red: low, blue: high):")
         fig = tree_figure(ex, view)
         box = st.container(key="treebox_study")
-        box.html(f"<style>.st-key-study_tree{{min-width:{int(fig.layout.width)}px;max-width:none !important}}</style>")
+        box.html(widgets.wide_chart_css("study_tree", fig.layout.width))
         box.plotly_chart(fig, key="study_tree", width=int(fig.layout.width), config={"displaylogo": False})
     with st.form(f"ratings_{sample.id}"):
         answers = {}

@@ -11,14 +11,15 @@ import hmac
 
 import streamlit as st
 
-import ui
 from asc import AscError
-from asc.corpus_figures import rating_bars
-from asc.figures import figure_html
-from asc.study_store import agreement_table, rating_counts
+from asc.study import agreement_table, rating_counts
+from asc.study.figure import rating_bars
+from asc.viz import figure_html
+from ui import cache
+from ui import study as ui_study
 
 st.title("Study results")
-password = ui.study_password()
+password = ui_study.password()
 if not password:
     st.info("Set a researcher password first: `ASC_STUDY_PASSWORD=...` in the environment or `study_password` in "
             ".streamlit/secrets.toml, then restart the app.")
@@ -30,8 +31,8 @@ if not typed or not hmac.compare_digest(typed.encode(), password.encode()):
     st.stop()
 
 try:
-    definition, frozen, store = ui.study()
-    study_path, frozen_path, url = ui.study_paths()
+    definition, frozen, store = ui_study.study()
+    study_path, frozen_path, url = ui_study.study_paths()
 except AscError as err:
     st.error(f"The study cannot be opened: {err}")
     st.stop()
@@ -42,12 +43,12 @@ if frozen is None:
     st.warning("The study is not prepared: the samples without a completion must be completed once, so that every "
                "participant sees the same content.")
     if st.button(f"Prepare with {definition.model}", type="primary", key="study_prepare"):
-        from asc.study_frozen import prepare_study, save_frozen
+        from asc.study.frozen import prepare_study, save_frozen
 
         with st.status("Preparing: completing and scoring the samples...") as status:
             try:
                 frozen_path.parent.mkdir(parents=True, exist_ok=True)
-                save_frozen(prepare_study(definition, ui.get_bundle(definition.model)), frozen_path)
+                save_frozen(prepare_study(definition, cache.get_bundle(definition.model)), frozen_path)
             except AscError as err:
                 status.update(label=str(err), state="error")
                 st.stop()

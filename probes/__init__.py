@@ -10,13 +10,27 @@
 Importable without Streamlit; models come in as :class:`asc.ModelBundle` objects.
 """
 
-from .attention import AttentionRun, load_attention_run, relation_table, run_attention, snippet_attention
-from .features import POOLINGS, cached_features, default_pooling, extract_features
-from .heads import HeadScorer, HeadScores, baseline_scores, word_attention
-from .layers import best_layer_table, build_tasks, load_results, normalized_table, results_table, run_layers
-from .linear import ProbeResult, load_probes, save_probes, train_probes
-from .relations import RELATIONS, Sample, extract, extract_many, read_json, write_json
-from .tasks import TASK_INFO, TASK_NAMES, Task, build_task, load_tsv
+from probes.codesyntax.attention import (
+    AttentionRun,
+    load_attention_run,
+    relation_table,
+    run_attention,
+    snippet_attention,
+)
+from probes.codesyntax.heads import HeadScorer, HeadScores, baseline_scores, word_attention
+from probes.codesyntax.relations import extract, extract_many
+from probes.codesyntax.samples import RELATIONS, Sample, read_json, write_json
+from probes.features import POOLINGS, cached_features, default_pooling, extract_features
+from probes.inspect.layers import (
+    best_layer_table,
+    build_tasks,
+    load_results,
+    normalized_table,
+    results_table,
+    run_layers,
+)
+from probes.inspect.linear import ProbeResult, load_probes, save_probes, train_probes
+from probes.inspect.tasks import TASK_INFO, TASK_NAMES, Task, build_task, load_tsv
 
 __all__ = [
     "AttentionRun", "HeadScorer", "HeadScores", "baseline_scores", "load_attention_run", "relation_table",

@@ -8,50 +8,22 @@ one line on stderr; ``--debug`` shows the traceback of unexpected failures.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
-from asc.errors import AscError
-
-log = logging.getLogger("probes")
-
-
-def _bar(desc: str, quiet: bool):
-    """A tqdm-driven ``on_progress(stage, done, total)`` callback (no-op when quiet)."""
-    if quiet:
-        return None, lambda: None
-    from tqdm import tqdm
-
-    state: dict = {"bar": None, "stage": None}
-
-    def update(stage: str, done: int, total: int) -> None:
-        if stage != state["stage"]:
-            if state["bar"] is not None:
-                state["bar"].close()
-            state["bar"], state["stage"] = tqdm(total=total, desc=f"{desc} {stage}", unit="it", leave=False), stage
-        state["bar"].total = total
-        state["bar"].n = done
-        state["bar"].refresh()
-
-    def close() -> None:
-        if state["bar"] is not None:
-            state["bar"].close()
-
-    return update, close
+from asc.cli import add_model_options, load_bundle, run, stage_bar
+from probes.features import PROBE_MAX_TOKENS
 
 
 def cmd_layers(args) -> int:
-    from asc.models import load_model
-
-    from .layers import best_layer_table, build_tasks, load_results, normalized_table, run_layers
+    from probes.inspect.layers import best_layer_table, build_tasks, load_results, normalized_table, run_layers
 
     tasks = build_tasks(args.tasks.split(",") if args.tasks else [], args.corpus, args.size, args.seed,
                         args.task_file or [])
     out = Path(args.out)
     for spec in args.model:
-        bundle = load_model(spec, trust_remote_code=args.trust_remote_code)
-        update, close = _bar(bundle.name, args.quiet)
+        bundle = load_bundle(args, spec)
+        update, close = stage_bar(bundle.name, args.quiet)
         try:
             run_layers(bundle, tasks, out, pooling=None if args.pooling == "auto" else args.pooling, seed=args.seed,
                        max_tokens=args.max_tokens, corpus=args.corpus, on_progress=update)
@@ -71,16 +43,14 @@ def cmd_layers(args) -> int:
 
 
 def cmd_attention(args) -> int:
-    from asc.corpus import load_corpus
-    from asc.models import load_model
-
-    from .attention import relation_table, run_attention
+    from asc.corpus.sources import load_corpus
+    from probes.codesyntax.attention import relation_table, run_attention
 
     codes = [s.source for s in load_corpus(args.corpus, limit=args.limit, max_lines=args.max_lines)]
     ks = tuple(range(1, args.max_k + 1))
     for spec in args.model:
-        bundle = load_model(spec, trust_remote_code=args.trust_remote_code)
-        update, close = _bar(bundle.name, args.quiet)
+        bundle = load_bundle(args, spec)
+        update, close = stage_bar(bundle.name, args.quiet)
         try:
             run = run_attention(bundle, codes, args.out, corpus=args.corpus, ks=ks, val_fraction=args.val_fraction,
                                 seed=args.seed, max_tokens=args.max_tokens, on_progress=update)
@@ -109,10 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", type=int, default=1000, help="samples per task (1000 default, 10000 on request)")
     p.add_argument("--pooling", default="auto", choices=["auto", "last", "mean", "first"],
                    help="summary vector: auto = last token for decoders, first/CLS for encoders")
-    p.add_argument("--max-tokens", type=int, default=512, help="longer samples are truncated")
+    p.add_argument("--max-tokens", type=int, default=PROBE_MAX_TOKENS, help="longer samples are truncated")
     p.add_argument("--seed", type=int, default=0, help="task sampling, splits and control labels")
     p.add_argument("--baseline", default="minilm-l6", help="model name for the normalized table (Table III)")
-    p.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
+    add_model_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_layers)
     p = sub.add_parser("attention", help="CodeSyntax: attention heads scored against syntactic relations")
@@ -121,11 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output folder (one sub-folder per model)")
     p.add_argument("--limit", type=int, default=200, help="functions taken from the corpus (default 200)")
     p.add_argument("--max-lines", type=int, default=40, help="longest function kept (attention memory grows as n^2)")
-    p.add_argument("--max-tokens", type=int, default=512, help="longer snippets are skipped, never truncated")
+    p.add_argument("--max-tokens", type=int, default=PROBE_MAX_TOKENS, help="longer snippets are skipped, never truncated")
     p.add_argument("--max-k", type=int, default=20, help="top-k scored for k = 1..max-k")
     p.add_argument("--val-fraction", type=float, default=0.5, help="snippets used to choose the best head")
     p.add_argument("--seed", type=int, default=0, help="val/test split seed")
-    p.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
+    add_model_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_attention)
     for q in sub.choices.values():
@@ -135,9 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from asc.__main__ import run
-
-    return run(build_parser().parse_args(argv), (AscError, ValueError))
+    return run(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

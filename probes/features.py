@@ -29,13 +29,14 @@ from pathlib import Path
 import numpy as np
 
 from asc.atomic import write_atomic
+from asc.errors import InputError
 
 __all__ = ["POOLINGS", "cached_features", "default_pooling", "extract_features", "model_key"]
 
 log = logging.getLogger(__name__)
 
 POOLINGS = ("last", "mean", "first")
-DEFAULT_MAX_TOKENS = 512
+PROBE_MAX_TOKENS = 512  # the papers' limit (BERT-era inputs): longer samples are truncated or skipped
 _TOKEN_BUDGET = 1024  # padded tokens per micro-batch: 1024 measured fastest on 2 CPU cores (make bench)
 
 
@@ -86,7 +87,7 @@ def _pool(hidden_states, mask, pooling: str):
     return torch.stack(out, dim=1)
 
 
-def extract_features(bundle, texts: Sequence[str], pooling: str | None = None, *, max_tokens: int = DEFAULT_MAX_TOKENS,
+def extract_features(bundle, texts: Sequence[str], pooling: str | None = None, *, max_tokens: int = PROBE_MAX_TOKENS,
                      on_progress: Callable[[int, int], None] | None = None,
                      should_stop: Callable[[], bool] | None = None) -> tuple[np.ndarray, int]:
     """Summary vectors of every layer for each text: ``(n, layers + 1, hidden)`` float32, and how many were truncated.
@@ -98,11 +99,11 @@ def extract_features(bundle, texts: Sequence[str], pooling: str | None = None, *
 
     pooling = pooling or default_pooling(bundle)
     if pooling not in POOLINGS:
-        raise ValueError(f"unknown pooling {pooling!r}: choose one of {', '.join(POOLINGS)}")
+        raise InputError(f"unknown pooling {pooling!r}: choose one of {', '.join(POOLINGS)}")
     limit = min(max_tokens, bundle.context_length)
     encoded = [_encode(bundle.tokenizer, t, limit, keep_tail=pooling == "last") for t in texts]
     if any(len(ids) == 0 for ids, _ in encoded):
-        raise ValueError("a text encodes to no token: drop empty samples first")
+        raise InputError("a text encodes to no token: drop empty samples first")
     truncated = sum(cut for _, cut in encoded)
     if truncated:
         log.info("%d of %d texts were longer than %d tokens and were truncated", truncated, len(texts), limit)
@@ -135,12 +136,12 @@ def extract_features(bundle, texts: Sequence[str], pooling: str | None = None, *
             if should_stop and should_stop():
                 raise InterruptedError("feature extraction stopped")
     if out is None:
-        raise ValueError("no text to extract features from")
+        raise InputError("no text to extract features from")
     return out, truncated
 
 
 def cached_features(bundle, task, pooling: str | None, cache_root: str | Path, *,
-                    max_tokens: int = DEFAULT_MAX_TOKENS, on_progress: Callable[[int, int], None] | None = None,
+                    max_tokens: int = PROBE_MAX_TOKENS, on_progress: Callable[[int, int], None] | None = None,
                     should_stop: Callable[[], bool] | None = None) -> tuple[np.ndarray, dict]:
     """Features of ``task.texts`` from ``<cache_root>/<model_key>/<task>-<digest>-<pooling>-<max_tokens>.npy``,
     computed and written atomically on the first call. Returns the array and its metadata."""

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asc.corpus_figures import MODEL_COLORS
-from asc.figures import COLORSCALE
+from asc.viz import COLORSCALE, MODEL_COLORS
 
 __all__ = ["attention_map", "best_layer_heatmap", "confusion_figure", "edge_example_html", "head_heatmap", "layer_curves",
            "layer_heatmap", "normalized_heatmap"]
@@ -27,7 +26,7 @@ def _cell_text(values: np.ndarray, fmt: str = "{:.2f}") -> list[list[str]]:
 
 
 def layer_heatmap(table, model: str, value: str = "accuracy", tasks=None):
-    """Task x layer heatmap of ``value`` (a column of :func:`probes.layers.results_table`) for ``model``.
+    """Task x layer heatmap of ``value`` (a column of :func:`probes.inspect.layers.results_table`) for ``model``.
 
     Rows follow ``tasks`` (default: the table's order); the dev-chosen layer of each task is boxed.
     """

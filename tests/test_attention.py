@@ -8,8 +8,14 @@ import pytest
 from asc.errors import InputError
 from asc.models import tiny_random_model
 from probes.__main__ import main
-from probes.attention import load_attention_run, relation_table, run_attention, snippet_attention, sub_to_word
-from probes.relations import extract
+from probes.codesyntax.attention import (
+    load_attention_run,
+    relation_table,
+    run_attention,
+    snippet_attention,
+    sub_to_word,
+)
+from probes.codesyntax.relations import extract
 
 CODES = [
     "def f(x):\n    if x:\n        return x + 1\n    return 0\n",
@@ -85,7 +91,7 @@ def test_cli_attention(tmp_path, capsys):
 @pytest.mark.real
 def test_real_models_heads_track_syntax(tmp_path):
     """SmolLM2 (decoder) and MiniLM (encoder) on 16 HumanEval functions: some head follows If:if->test."""
-    from asc.corpus import load_corpus
+    from asc.corpus.sources import load_corpus
     from asc.models import load_model
 
     codes = [s.source for s in load_corpus("humaneval", limit=16, max_lines=30)]

@@ -15,11 +15,12 @@ import pandas as pd
 import pytest
 
 from asc import explain, load_categories, load_run
-from asc.compare import compare_snippet, difference_table, summary_table, type_table, wide_table
 from asc.concepts import GLOBAL, bootstrap_median
-from asc.corpus_figures import category_bars, concept_treemap, difference_bars, styled_table, value_distribution
+from asc.corpus.jobs import JobQueue, run_folder
+from asc.corpus.summary import difference_table, summary_table, type_table, wide_table
 from asc.errors import InputError
-from asc.jobs import JobQueue, run_folder
+from asc.explain import compare_snippet
+from asc.viz import category_bars, concept_treemap, difference_bars, styled_table, value_distribution
 
 ROOT = Path(__file__).resolve().parent.parent
 CATS = load_categories("python").categories

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from asc.corpus import extract_functions, load_corpus
+from asc.corpus.sources import extract_functions, load_corpus
 from asc.errors import CorpusError
 
 PY = '''\

@@ -66,8 +66,8 @@ def server(runs_dir):
 def study_server(tmp_path_factory):
     """The app in study mode on a two-sample study prepared with SmolLM2, a fresh SQLite file and a password."""
     from asc.models import load_model
-    from asc.study import load_study
-    from asc.study_frozen import frozen_path, prepare_study, save_frozen
+    from asc.study.definition import load_study
+    from asc.study.frozen import frozen_path, prepare_study, save_frozen
 
     root = tmp_path_factory.mktemp("study")
     study = root / "study.yaml"

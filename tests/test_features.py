@@ -7,7 +7,7 @@ import torch
 from asc.models import ModelBundle
 from probes import features as F
 from probes.features import cached_features, default_pooling, extract_features, model_key
-from probes.tasks import Task
+from probes.inspect.tasks import Task
 
 TEXTS = ["def f(x):\n    return x + 1\n", "import os\n", "for i in range(3):\n    print(i)\n", "x = [1, 2]\n"]
 

@@ -1,7 +1,7 @@
-"""asc.figures with the tiny random model: the AST figure, the sequence view, colors, purity, HTML export.
+"""asc.viz.snippet with the tiny random model: the AST figure, the sequence view, colors, purity, HTML export.
 
 Expected values are recomputed from the Explanation (values, scores, alignment) and from
-asc.layout, never copied from the random model's output.
+asc.viz.layout, never copied from the random model's output.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import re
 import numpy as np
 import pytest
 
-from asc import figures
+from asc.viz import snippet as figures
 from asc.explain import explain, explain_scored
-from asc.figures import NO_VALUE, category_figure, figure_html, sequence_html, standalone_html, tree_figure, value_color
-from asc.layout import VIEWS, tree_layout
 from asc.scores import score_ids
+from asc.viz import NO_VALUE, category_figure, figure_html, sequence_html, standalone_html, tree_figure, value_color
+from asc.viz.layout import TREE_VIEWS, tree_layout
 
 SRC = "def f(x):\n    y = x + 1\n    return y\n"
 BROKEN = "def f(x:\n  return (1\n"  # ERROR nodes
@@ -107,7 +107,7 @@ def _spans(fragment: str) -> list[tuple[int, str, str, str]]:
 
 
 @pytest.mark.parametrize("max_depth,collapse", [(None, False), (2, True)], ids=["plain", "folded-collapsed"])
-@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("view", TREE_VIEWS)
 @pytest.mark.parametrize("source", SOURCES, ids=SOURCE_IDS)
 def test_tree_figure_nodes_values_and_symbols(explained, source, view, max_depth, collapse):
     ex = explained(source)
@@ -175,7 +175,7 @@ def test_error_and_missing_symbols(explained):
     assert all(symbols[m] == "diamond-open" for m in missing)
 
 
-@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("view", TREE_VIEWS)
 def test_selected_node_is_marked_at_its_position(explained, view):
     ex = explained(SRC)
     lay = tree_layout(ex.tree, view)
@@ -232,7 +232,7 @@ def test_builders_do_not_mutate_the_explanation(explained):
     ex = explained(MISSING)
     before_arrays, before_dict, before_cats = _snapshot(ex)
     node = int(np.flatnonzero(ex.tree.named)[2])
-    for view in VIEWS:
+    for view in TREE_VIEWS:
         tree_figure(ex, view, max_depth=2, collapse_unary=True, selected=node)
         tree_figure(ex, view)
     sequence_html(ex, selected=node, n_prompt=3)

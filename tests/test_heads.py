@@ -7,7 +7,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from probes.heads import (
+from probes.codesyntax.heads import (
     KEYWORDS,
     METRICS,
     HeadScorer,
@@ -15,7 +15,8 @@ from probes.heads import (
     split_samples,
     word_attention,
 )
-from probes.relations import RELATIONS, Sample, extract
+from probes.codesyntax.relations import extract
+from probes.codesyntax.samples import RELATIONS, Sample
 
 SNIPPETS = [
     "def f(a, b=1):\n    if a > b:\n        return a + b\n    elif a:\n        x = a.y\n    else:\n        x = -a\n"
@@ -228,7 +229,7 @@ def naive_scores(samples_splits, attns, relations, ks, causal):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_vectorized_matches_naive_loop(samples, causal, monkeypatch):
-    import probes.heads as heads
+    import probes.codesyntax.heads as heads
 
     rng = np.random.default_rng(7)
     relations = RELATIONS

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from asc.jobs import JobQueue
+from asc.corpus.jobs import JobKind, JobQueue
 from asc.models import tiny_random_model
-from probes import layers as L
+from probes.inspect import layers as L
 from probes.__main__ import main
-from probes.layers import (
+from probes.inspect.layers import (
     best_layer_table,
     build_tasks,
     layer_job,
@@ -20,7 +20,7 @@ from probes.layers import (
     results_table,
     run_layers,
 )
-from probes.tasks import Task
+from probes.inspect.tasks import Task
 
 
 def _toy_task(name="TOY", n=80):
@@ -93,11 +93,22 @@ def test_background_job_runs_tasks_from_a_file(tmp_path):
     tsv = tmp_path / "toy.tsv"
     _toy_task().to_tsv(tsv)
     queue = JobQueue(lambda spec: tiny_random_model())
-    job = queue.submit_call("tiny-random", "layer probes", tmp_path / "out",
+    job = queue.submit_call(JobKind.LAYERS, "tiny-random", "layer probes", tmp_path / "out",
                             layer_job([], tmp_path / "out", task_files=[tsv]))
     assert queue.wait(120)
     assert job.status == "done", job.error
     assert [r.task for r in load_results(tmp_path / "out")] == ["TOY"]
+    assert queue.jobs(JobKind.LAYERS) == [job] and queue.jobs(JobKind.ATTENTION) == []
+
+
+def test_a_probe_job_with_an_unknown_task_fails_with_the_message_not_a_crash(tmp_path, caplog):
+    queue = JobQueue(lambda spec: tiny_random_model())
+    job = queue.submit_call(JobKind.LAYERS, "tiny-random", "layer probes", tmp_path / "out",
+                            layer_job(["XYZ"], tmp_path / "out"))
+    with caplog.at_level("ERROR"):
+        assert queue.wait(120)
+    assert job.status == "failed" and "XYZ" in job.error and "KTX" in job.error
+    assert "Traceback" not in caplog.text and "failed" not in caplog.text  # a user error is no crash
 
 
 def test_cli_runs_and_reports(tmp_path, capsys):

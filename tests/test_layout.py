@@ -1,4 +1,4 @@
-"""asc.layout.tree_layout: which nodes are shown, the left-to-right geometry, folding, unary chains.
+"""asc.viz.layout.tree_layout: which nodes are shown, the left-to-right geometry, folding, unary chains.
 
 Every property is checked against an independent reference computed from the flat node table
 (``tree.parent``, ``tree.depth``, ``tree.named``...), not against stored outputs.
@@ -11,8 +11,8 @@ import time
 import numpy as np
 import pytest
 
-from asc.layout import VIEWS, tree_layout
 from asc.syntax import parse
+from asc.viz.layout import TREE_VIEWS, tree_layout
 
 COUNT = ("def count_chars(string, character):\n    count = 0\n    for letter in string:\n"
          "        if letter == character:\n            count = count + 1\n    return count\n")
@@ -120,7 +120,7 @@ def _check_members(tree, lay, shown):
 # ------------------------------------------------------------------------------------------ tests
 
 
-@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("view", TREE_VIEWS)
 @pytest.mark.parametrize("source,language", SNIPPETS, ids=SNIPPET_IDS)
 def test_shown_nodes_order_and_parents(source, language, view):
     tree = parse(source, language)
@@ -161,7 +161,7 @@ def test_partial_view_drops_anonymous_and_keeps_missing():
 
 @pytest.mark.parametrize("collapse", [False, True])
 @pytest.mark.parametrize("max_depth", DEPTHS)
-@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("view", TREE_VIEWS)
 @pytest.mark.parametrize("source,language", SNIPPETS, ids=SNIPPET_IDS)
 def test_layout_invariants(source, language, view, max_depth, collapse):
     tree = parse(source, language)
@@ -256,7 +256,7 @@ def test_collapse_unary_long_chain_top_first():
 def test_collapse_unary_never_merges_error_nodes(source):
     tree = parse(source)
     assert tree.has_error
-    for view in VIEWS:
+    for view in TREE_VIEWS:
         lay = tree_layout(tree, view, collapse_unary=True)
         for mem in lay.members:
             assert not any(tree.is_error[m] for m in mem[1:]), (view, mem)
@@ -280,7 +280,7 @@ def test_large_tree():
     tree = parse(source)
     assert tree.n_nodes > 300
     t0 = time.perf_counter()
-    for view in VIEWS:
+    for view in TREE_VIEWS:
         lay = tree_layout(tree, view)
         kids = _box_children(lay)
         n_leaves = sum(1 for k in range(lay.n_boxes) if not kids[k])
@@ -304,7 +304,7 @@ def test_deep_tree_has_no_recursion_limit():
 
 
 @pytest.mark.parametrize("source", ["", "\n\n", "   "])
-@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("view", TREE_VIEWS)
 def test_empty_source(source, view):
     tree = parse(source)
     lay = tree_layout(tree, view, max_depth=2, collapse_unary=True)

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from probes.linear import L2_GRID, load_probes, save_probes, train_probes
-from probes.tasks import Task
+from probes.inspect.linear import L2_GRID, load_probes, save_probes, train_probes
+from probes.inspect.tasks import Task
 
 
 def _task(y, name="SYN", seed=0):

@@ -12,14 +12,16 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui
 from asc import explain
+from asc.corpus.jobs import JobKind
 from asc.errors import InputError
+from ui import cache, guards, jobs, widgets
+from ui import study as ui_study
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 INSPECT = str(ROOT / "pages" / "inspect.py")
-TINY = ui.Settings(model="tiny-random", trust_remote_code=False, language="python", aggregate="median")
+TINY = widgets.Settings(model="tiny-random", trust_remote_code=False, language="python", aggregate="median")
 
 
 @pytest.fixture
@@ -76,7 +78,7 @@ def test_explain_plots_backend_values(app, tiny):
 def test_changing_aggregation_changes_values(app, tiny):
     _button(app, "Explain").click().run()
     before = _tree_traces(app)["value"]["marker"]["color"]
-    app.session_state["settings"] = ui.Settings("tiny-random", False, "python", "max")
+    app.session_state["settings"] = widgets.Settings("tiny-random", False, "python", "max")
     app.run()
     _button(app, "Explain").click().run()
     after = _tree_traces(app)["value"]
@@ -113,7 +115,7 @@ def test_empty_editor_is_refused_and_previous_result_stays(app):
 
 def test_unknown_model_is_a_message_not_a_crash(app):
     _button(app, "Explain").click().run()
-    app.session_state["settings"] = ui.Settings("no-such-model", False, "python", "median")
+    app.session_state["settings"] = widgets.Settings("no-such-model", False, "python", "median")
     _button(app, "Explain").click().run()
     assert not app.exception
     assert any("unknown model" in e.value for e in app.error)
@@ -138,8 +140,8 @@ def test_too_long_text_is_refused(app):
 
 def test_invalid_utf8_upload_message():
     with pytest.raises(InputError, match="not valid UTF-8"):
-        ui.decode_upload(b"x = '\xff'\n", "bad.py")
-    assert ui.decode_upload("x = 'é'\n".encode(), "ok.py") == "x = 'é'\n"
+        guards.decode_upload(b"x = '\xff'\n", "bad.py")
+    assert guards.decode_upload("x = 'é'\n".encode(), "ok.py") == "x = 'é'\n"
 
 
 def test_switching_models_frees_the_previous_one(tmp_path):
@@ -153,13 +155,13 @@ def test_switching_models_frees_the_previous_one(tmp_path):
     tiny.model.save_pretrained(other)
     tiny.tokenizer.save_pretrained(other)
     del tiny
-    ui.get_bundle.clear()
-    first = weakref.ref(ui.get_bundle("tiny-random", False))
-    assert ui.get_bundle("tiny-random", False) is first()  # cached: loaded once
-    second = ui.get_bundle(str(other), False)
+    cache.get_bundle.clear()
+    first = weakref.ref(cache.get_bundle("tiny-random", False))
+    assert cache.get_bundle("tiny-random", False) is first()  # cached: loaded once
+    second = cache.get_bundle(str(other), False)
     gc.collect()
     assert first() is None and second.name == "tiny-folder"
-    ui.get_bundle.clear()
+    cache.get_bundle.clear()
 
 
 # --- Global AsC-Eval and Compare pages ---------------------------------------------------------
@@ -179,7 +181,7 @@ def test_global_page_without_results_says_how_to_get_them(monkeypatch, tmp_path)
 @pytest.mark.real
 def test_global_page_numbers_equal_backend(monkeypatch, runs_dir):
     from asc import load_categories, load_run
-    from asc.compare import summary_table, wide_table
+    from asc.corpus.summary import summary_table, wide_table
 
     monkeypatch.setenv("ASC_RUNS_DIR", str(runs_dir))
     at = AppTest.from_file(GLOBAL_PAGE, default_timeout=180)
@@ -245,8 +247,8 @@ def test_global_page_starts_a_background_run(monkeypatch, tmp_path):
     at.text_input(key="run_corpus_path").set_value(str(corpus)).run()
     at.number_input(key="run_limit").set_value(0).run()
     _button(at, "Start").click().run()
-    assert ui.job_queue().wait(120)
-    job = ui.job_queue().jobs()[-1]
+    assert jobs.job_queue().wait(120)
+    job = jobs.job_queue().jobs()[-1]
     assert job.status == "done" and job.total == 5 and job.out.parent == tmp_path / "runs"
     at.run()
     assert not at.exception
@@ -271,7 +273,7 @@ def test_probe_pages_without_results_say_how_to_get_them(monkeypatch, tmp_path, 
 
 
 def test_layers_page_runs_probes_and_plots_them(monkeypatch, tmp_path):
-    from probes.layers import load_results
+    from probes.inspect.layers import load_results
     from tests.test_layers import _toy_task
 
     tsv = tmp_path / "toy.tsv"
@@ -285,11 +287,11 @@ def test_layers_page_runs_probes_and_plots_them(monkeypatch, tmp_path):
     _button(at, "Start").click().run()
     assert any("at least one model and one task" in e.value for e in at.error)
     # a run from a task file goes through the app's queue, like the Start button with an upload
-    queue = ui.job_queue()
-    from probes.layers import layer_job
+    queue = jobs.job_queue()
+    from probes.inspect.layers import layer_job
 
     out = tmp_path / "runs" / "layers"
-    queue.submit_call("tiny-random", "layer probes: toy", out, layer_job([], out, task_files=[tsv]))
+    queue.submit_call(JobKind.LAYERS, "tiny-random", "layer probes: toy", out, layer_job([], out, task_files=[tsv]))
     assert queue.wait(120)
     assert queue.jobs()[-1].status == "done"
     at.run()
@@ -308,7 +310,7 @@ ATTENTION_PAGE = str(ROOT / "pages" / "attention.py")
 
 def test_attention_page_shows_backend_scores(monkeypatch, tmp_path):
     from asc.models import tiny_random_model
-    from probes.attention import relation_table, run_attention
+    from probes.codesyntax.attention import relation_table, run_attention
     from tests.test_attention import CODES
 
     run = run_attention(tiny_random_model(), CODES * 3, tmp_path / "runs" / "attention", spec="tiny-random", ks=(1, 2))
@@ -354,17 +356,17 @@ samples:
 
 @pytest.fixture
 def tiny_study(monkeypatch, tmp_path):
-    from asc.study import load_study
-    from asc.study_frozen import prepare_study, save_frozen
+    from asc.study.definition import load_study
+    from asc.study.frozen import prepare_study, save_frozen
 
     path = tmp_path / "tiny.yaml"
     path.write_text(TINY_STUDY)
     monkeypatch.setenv("ASC_STUDY", str(path))
     monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path / "runs"))
     monkeypatch.setenv("ASC_MODEL", "tiny-random")
-    _, frozen_path, _ = ui.study_paths()
+    _, frozen_path, _ = ui_study.study_paths()
     frozen_path.parent.mkdir(parents=True, exist_ok=True)
-    save_frozen(prepare_study(load_study(path), ui.get_bundle("tiny-random")), frozen_path)
+    save_frozen(prepare_study(load_study(path), cache.get_bundle("tiny-random")), frozen_path)
     return path
 
 
@@ -393,7 +395,7 @@ def test_participant_completes_the_study_and_answers_are_stored(tiny_study):
     at.get("form_submit_button")[0].click().run()
     assert not at.exception
     assert any("Thank you" in s.value for s in at.success) or at.success
-    _, _, store = ui.study()
+    _, _, store = ui_study.study()
     rows = store.responses()
     mine = rows[rows["code"] == code]
     assert sorted(mine["question_id"].tolist()) == sorted(["python", "useful", "readable", "comment"] * 1 +
@@ -412,7 +414,7 @@ def test_study_results_page_needs_the_password(tiny_study, monkeypatch):
     at.run()
     at.text_input(key="study_pw").set_value("wrong").run()
     assert not at.dataframe and any("Wrong password" in e.value for e in at.error)
-    _, _, store = ui.study()
+    _, _, store = ui_study.study()
     code = store.new_participant()
     store.consent(code)
     store.save_background(code, {"python": "Novice"})

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from probes.figures import best_layer_heatmap, confusion_figure, layer_curves, layer_heatmap, normalized_heatmap
-from probes.layers import best_layer_table, normalized_table, results_table
-from probes.linear import ProbeResult
+from probes.inspect.layers import best_layer_table, normalized_table, results_table
+from probes.inspect.linear import ProbeResult
 
 
 def _result(model, task, acc, labels=("a", "b")):
@@ -66,8 +66,8 @@ def test_layer_curves_and_confusion(results):
 
 
 def test_attention_figures_mark_gold_edges_and_the_best_head():
+    from probes.codesyntax.relations import extract
     from probes.figures import attention_map, edge_example_html, head_heatmap
-    from probes.relations import extract
 
     scores = np.array([[0.1, 0.9], [0.3, 0.2]])
     spec = _spec(head_heatmap(scores, "If:if->test", (0, 1)))

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from asc.corpus import load_corpus
+from asc.corpus import category_table, load_run, run_corpus
+from asc.corpus.sources import load_corpus
 from asc.explain import explain
 from asc.models import load_model
-from asc.runs import category_table, load_run, run_corpus
 from asc.scores import _plan_windows, score_text
 
 pytestmark = pytest.mark.real

@@ -10,16 +10,8 @@ import tokenize
 import pytest
 
 from asc.errors import InputError
-from probes.relations import (
-    RELATIONS,
-    CodeParseError,
-    Sample,
-    extract,
-    extract_many,
-    read_json,
-    word_tokens,
-    write_json,
-)
+from probes.codesyntax.relations import CodeParseError, extract, extract_many, word_tokens
+from probes.codesyntax.samples import RELATIONS, Sample, read_json, write_json
 
 
 def rel(sample: Sample, name: str) -> list[tuple[int, int, int]]:
@@ -343,7 +335,7 @@ def test_syntax_errors(caplog):
     assert isinstance(info.value.__cause__, SyntaxError)
     with pytest.raises(CodeParseError, match="unexpected indent"):
         extract("    x = 1\n")
-    with caplog.at_level(logging.WARNING, logger="probes.relations"):
+    with caplog.at_level(logging.WARNING, logger="probes.codesyntax.relations"):
         out = extract_many(["x = 1\n", "x = (\n", "y = 2\n", "if:\n"])
     assert [s.code for s in out] == ["x = 1\n", "y = 2\n"]
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]

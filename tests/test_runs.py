@@ -8,10 +8,10 @@ import pytest
 
 from asc.align import AlignOptions
 from asc.concepts import GLOBAL, load_categories
-from asc.corpus import Snippet
+from asc.corpus import category_table, load_run, run_corpus
+from asc.corpus.sources import Snippet
 from asc.errors import CorpusError
 from asc.explain import explain
-from asc.runs import category_table, load_run, run_corpus
 
 CODE = [
     "def f{i}(x):\n    if x > {i}:\n        return [x, {i}]\n    return x\n",

@@ -1,4 +1,4 @@
-"""asc.study: the shipped study loads, malformed files name the field, preparation freezes content."""
+"""asc.study.definition: the shipped study loads, malformed files name the field, preparation freezes content."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ import yaml
 
 from asc.errors import InputError
 from asc.explain import explain_scored
-from asc.scores import _encode
-from asc.study import DEFAULT_STUDY, LIKERT_LABELS, VIEWS, load_study, parse_study
-from asc.study import _main as study_cli
-from asc.study_frozen import content_hash, frozen_explanation, frozen_path, load_frozen, prepare_study, save_frozen
+from asc.scores import encode
+from asc.study.__main__ import main as study_cli
+from asc.study.definition import DEFAULT_STUDY, LIKERT_LABELS, STUDY_VIEWS, load_study, parse_study
+from asc.study.frozen import content_hash, frozen_explanation, frozen_path, load_frozen, prepare_study, save_frozen
 
 
 def test_shipped_study_is_the_papers_design():
     d = load_study(DEFAULT_STUDY)
     assert d.model == "smollm2-135m" and d.language == "python" and not d.collect_personal_data
-    assert {g.view for g in d.groups} == set(VIEWS)
+    assert {g.view for g in d.groups} == set(STUDY_VIEWS)
     assert [(g.id, g.view) for g in d.groups] == [("C", "none"), ("S1", "sequence"), ("S2", "partial"),
                                                   ("S3", "complete")]
     assert {"python", "code_llms", "ast", "ml_education"} <= {q.id for q in d.background}
@@ -116,11 +116,11 @@ def test_prepare_freeze_and_rebuild_without_model(tiny, tmp_path):
     # a given completion is kept verbatim; n_prompt counts the tokens the prompt alone tokenizes to
     assert (given.prompt, given.completion, given.generated, given.stop_reason) == (
         "def f(x):\n", "    return x + 1\n", False, None)
-    ids_prompt = _encode(tiny, given.prompt)[0].tolist()
+    ids_prompt = encode(tiny, given.prompt)[0].tolist()
     assert given.scores.ids[: given.n_prompt].tolist() == ids_prompt[: given.n_prompt]
     assert 0 < given.n_prompt <= len(ids_prompt) and given.scores.source == given.text
     assert gen.generated and gen.stop_reason in {"function_end", "eos", "max_new_tokens"}
-    assert gen.text.startswith("def add(a, b):\n    s = a") and gen.n_prompt == len(_encode(tiny, gen.prompt)[0])
+    assert gen.text.startswith("def add(a, b):\n    s = a") and gen.n_prompt == len(encode(tiny, gen.prompt)[0])
 
     path = save_frozen(frozen, tmp_path / "sub" / "tiny.frozen.json")
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]

@@ -1,4 +1,4 @@
-"""asc.study_store on SQLite files: balanced assignment, resume, validation, duplicates, Table III, concurrency."""
+"""asc.study.store on SQLite files: balanced assignment, resume, validation, duplicates, Table III, concurrency."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 from sqlalchemy import text
 
 from asc.errors import InputError
-from asc.study import parse_study
-from asc.study_store import AGREEMENT_LEVELS, StudyStore, agreement_table, default_url, normalize_code
+from asc.study.definition import parse_study
+from asc.study.store import StudyStore, default_url, normalize_code
+from asc.study.tables import AGREEMENT_LEVELS, agreement_table
 
 STUDY = {
     "id": "store-test", "title": "Store test", "model": "tiny-random", "consent": "I agree.",

@@ -11,10 +11,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from asc.corpus import Snippet, load_corpus
-from probes import code_labels as L
-from probes import tasks as T
-from probes.tasks import SPLITS, TASK_NAMES, Task, build_task, load_tsv
+from asc.corpus.sources import Snippet, load_corpus
+from probes.inspect import labels as L
+from probes.inspect import tasks as T
+from probes.inspect.tasks import TASK_NAMES, Task, build_task, load_tsv
+from probes.inspect.tasks import TASK_SPLITS as SPLITS
 
 
 def src(code: str) -> str:
@@ -251,7 +252,7 @@ MUTABLE = src("""
 
 
 def token_strings(code: str) -> list[str]:
-    return [t.string for t in L._tokens(code)]
+    return [t.string for t in L.code_token_list(code)]
 
 
 @pytest.mark.parametrize("task", ["TYP", "REA", "SRI", "SRK", "SCK"])
@@ -276,7 +277,7 @@ def test_single_token_replacements(task):
         elif task == "SRK":
             assert keyword.iskeyword(old) and keyword.iskeyword(new) and diff[0] > 0  # leading def kept
         else:
-            assert diff[0] > 0 and L._KTX_OF[old] == L._KTX_OF[new] and keyword.iskeyword(new)
+            assert diff[0] > 0 and L.KTX_OF[old] == L.KTX_OF[new] and keyword.iskeyword(new)
     if task == "TYP":
         assert seen == {"int", "str", "float"}  # Names only: not in the string, the comment or self.int
     if task == "REA":
@@ -284,7 +285,7 @@ def test_single_token_replacements(task):
 
 
 def test_jumbled_tokens_swap_two_adjacent_tokens_on_a_line():
-    toks = L._tokens(MUTABLE)
+    toks = L.code_token_list(MUTABLE)
     for seed in range(30):
         mutated = L.mutate("JBL", MUTABLE, np.random.default_rng(seed))
         swaps = [i for i, (a, b) in enumerate(zip(toks, toks[1:])) if
@@ -343,14 +344,14 @@ def test_ktx_split_by_token(mixed):
     task = build_task("KTX", mixed, size=200, seed=0)
     plans = task.meta["split_tokens"]
     by_id = {s.id: s.source for s in mixed}
-    all_tokens = sorted(L._KTX_OF, key=len, reverse=True)
+    all_tokens = sorted(L.KTX_OF, key=len, reverse=True)
     for cls in task.labels:
         tr, va, te = (set(plans[cls][s]) for s in SPLITS)
         assert tr and va and te and not (tr & te) and not (tr & va) and not (va & te)
         assert tr | va | te <= set(L.KTX_CLASSES[cls])
     for text, c, split, sid in zip(task.texts, task.y, task.split, task.meta["snippet_ids"]):
         last = next(t for t in all_tokens if text.endswith(t))  # the longest token the text ends with
-        assert last in plans[task.labels[c]][split] and L._KTX_OF[last] == task.labels[c]
+        assert last in plans[task.labels[c]][split] and L.KTX_OF[last] == task.labels[c]
         assert text in by_id[sid] and text.count("\n") <= T.CONTEXT_LINES
     assert len(set(task.texts)) == task.n
     k = task.n // 10
@@ -365,7 +366,7 @@ def test_determinism_and_seed(algorithms):
 
 
 def test_shrink_warns_and_too_small_raises(algorithms, caplog):
-    with caplog.at_level(logging.WARNING, logger="probes.tasks"):
+    with caplog.at_level(logging.WARNING, logger="probes.inspect.tasks"):
         task = build_task("VCU", algorithms, size=1000)
     k = task.n // 10
     assert 5 <= k < 100 and task.meta["warnings"] and "instead of 100" in task.meta["warnings"][0]
@@ -403,7 +404,7 @@ def test_load_tsv_skips_broken_rows(tmp_path, caplog):
                     "te\t1\tvoid h() {}\n"
                     "xx\t1\tfoo\n"
                     "tr\t2\t   \n", encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="probes.tasks"):
+    with caplog.at_level(logging.WARNING, logger="probes.inspect.tasks"):
         task = load_tsv(path)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "3 malformed" in warnings[0] and "line 3" in warnings[0]

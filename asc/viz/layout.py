@@ -23,11 +23,12 @@ from typing import Literal
 
 import numpy as np
 
-from .syntax import SyntaxTree
+from asc.errors import InputError
+from asc.syntax import SyntaxTree
 
-__all__ = ["TreeLayout", "tree_layout", "VIEWS"]
+__all__ = ["TreeLayout", "tree_layout", "TREE_VIEWS"]
 
-VIEWS = ("partial", "complete")
+TREE_VIEWS = ("partial", "complete")
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,8 @@ class TreeLayout:
 def tree_layout(tree: SyntaxTree, view: Literal["partial", "complete"] = "partial", max_depth: int | None = None,
                 collapse_unary: bool = False) -> TreeLayout:
     """Lay out ``tree`` for the given view (see module doc)."""
-    if view not in VIEWS:
-        raise ValueError(f"view={view!r}; choose one of {VIEWS}")
+    if view not in TREE_VIEWS:
+        raise InputError(f"view={view!r}; choose one of {TREE_VIEWS}")
     n = tree.n_nodes
     if n == 0:
         return TreeLayout(np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int64), (), np.zeros(0, bool), 0)

@@ -1,4 +1,4 @@
-"""Labels and mutations of Python functions for the INSPECT tasks (definitions in :mod:`probes.tasks`).
+"""Labels and mutations of Python functions for the INSPECT tasks (definitions in :mod:`probes.inspect.tasks`).
 
 Pure functions over one function's source: code tokens with character spans (``tokenize``), the
 metric labels (distinct operators and variables, code structures, nesting depth, decision points,
@@ -9,20 +9,21 @@ from __future__ import annotations
 
 import ast
 import builtins
-import io
 import keyword
 import re
 import sys
 import tokenize
-from typing import NamedTuple
 
 import numpy as np
+
+from asc.errors import InputError
+from probes.pytokens import PyToken, python_tokens
 
 __all__ = ["ASSIGNMENT", "BUILTIN_TYPES", "KTX_CLASSES", "LEN_BINS", "NPT_BINS", "RELATIONAL", "code_structures",
            "code_tokens", "decision_points", "identifier_kinds", "max_depth", "mutate", "mutation_sites", "npath",
            "unique_operators", "unique_variables"]
 
-_IDN_CLASSES = ("class", "function", "module", "variable")
+IDN_CLASSES = ("class", "function", "module", "variable")
 KTX_CLASSES: dict[str, tuple[str, ...]] = {
     "kw_definition": ("def", "class", "lambda", "global", "nonlocal", "del", "async", "await"),
     "kw_exception": ("try", "except", "finally", "raise", "assert", "with"),
@@ -35,7 +36,7 @@ KTX_CLASSES: dict[str, tuple[str, ...]] = {
     "op_relational": ("==", "!=", "<", ">", "<=", ">="),
     "symbol": ("(", ")", "[", "]", "{", "}", ":", ",", ".", ";", "->"),
 }
-_KTX_OF = {tok: cls for cls, toks in KTX_CLASSES.items() for tok in toks}
+KTX_OF = {tok: cls for cls, toks in KTX_CLASSES.items() for tok in toks}
 _SCK_GROUPS = {cls: toks for cls, toks in KTX_CLASSES.items() if cls.startswith("kw_") or cls == "op_logical"}
 BUILTIN_TYPES = ("int", "str", "float", "bool", "list", "dict", "set", "tuple", "bytes", "object", "complex",
                  "frozenset", "bytearray", "type", "range", "memoryview", "slice")
@@ -46,43 +47,18 @@ NPT_BINS = ((1, 1, "1"), (2, 2, "2"), (3, 3, "3"), (4, 6, "4-6"), (7, 8, "7-8"),
             (16, 20, "16-20"), (21, 30, "21-30"), (31, 100, "31-100"))
 
 # ---------------------------------------------------------------------------------------------- parsing helpers
-class _Tok(NamedTuple):
-    kind: int  # tokenize type; f-strings (3.12+) are collapsed into one STRING token
-    string: str
-    start: int  # character offsets in the source
-    end: int
-    row: int  # 1-based line, and character column, of the start
-    col: int
-
-
 _CODE_KINDS = {tokenize.NAME, tokenize.NUMBER, tokenize.STRING, tokenize.OP}
-_FSTART, _FEND = getattr(tokenize, "FSTRING_START", -1), getattr(tokenize, "FSTRING_END", -2)
 
 
-def _tokens(source: str) -> list[_Tok] | None:
+def code_token_list(source: str) -> list[PyToken] | None:
     """Code tokens (NAME, NUMBER, STRING, OP) with character spans; None when tokenize fails."""
-    lines = io.StringIO(source).readlines()
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line))
-    out, depth, first = [], 0, None
     try:
-        for t in tokenize.generate_tokens(iter(lines).__next__):
-            start, end = offsets[t.start[0] - 1] + t.start[1], offsets[t.end[0] - 1] + t.end[1]
-            if t.type == _FSTART:
-                depth, first = depth + 1, first if depth else (start, t.start)
-            elif t.type == _FEND:
-                depth -= 1
-                if not depth:
-                    out.append(_Tok(tokenize.STRING, source[first[0]:end], first[0], end, *first[1]))
-            elif not depth and t.type in _CODE_KINDS:
-                out.append(_Tok(t.type, t.string, start, end, t.start[0], t.start[1]))
+        return [t for t in python_tokens(source) if t.kind in _CODE_KINDS]
     except (tokenize.TokenError, SyntaxError):
         return None
-    return out
 
 
-def _function(source: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+def function_node(source: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The snippet's function (its first statement) or None when it does not parse or is no function."""
     try:
         tree = ast.parse(source)
@@ -93,7 +69,7 @@ def _function(source: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
 
 
 def _as_function(source_or_node):
-    return _function(source_or_node) if isinstance(source_or_node, str) else source_or_node
+    return function_node(source_or_node) if isinstance(source_or_node, str) else source_or_node
 
 
 def _leaf(node) -> str | None:
@@ -103,7 +79,7 @@ def _leaf(node) -> str | None:
 # ---------------------------------------------------------------------------------------------- label functions
 def code_tokens(source: str) -> int:
     """LEN: number of code tokens (NAME, NUMBER, STRING, OP) by tokenize; -1 when tokenize fails."""
-    toks = _tokens(source)
+    toks = code_token_list(source)
     return -1 if toks is None else len(toks)
 
 
@@ -112,7 +88,7 @@ _OPERATORS = frozenset(tok for cls, toks in KTX_CLASSES.items() if cls.startswit
 
 def unique_operators(source: str) -> set[str]:
     """OCU: distinct operator tokens (the five KTX operator classes) among the function's code tokens."""
-    return {t.string for t in _tokens(source) or () if t.string in _OPERATORS and t.kind != tokenize.STRING}
+    return {t.string for t in code_token_list(source) or () if t.string in _OPERATORS and t.kind != tokenize.STRING}
 
 
 def unique_variables(source) -> set[str]:
@@ -172,7 +148,7 @@ def _depth(stmts, depth: int, lines) -> int:
 
 def max_depth(source: str, func=None) -> int:
     """MXN: deepest statement nesting; the function body is 1, `elif` stays at its `if`'s level."""
-    func = _function(source) if func is None else func
+    func = function_node(source) if func is None else func
     lines = source.encode("utf-8").split(b"\n")
     return _depth(func.body, 1, lines)
 
@@ -245,7 +221,7 @@ def npath(source) -> int:
 def identifier_kinds(source) -> dict[str, set[str]]:
     """IDN harvest of one function: identifiers seen as module, class, function and variable names."""
     func = _as_function(source)
-    kinds: dict[str, set[str]] = {k: set() for k in _IDN_CLASSES}
+    kinds: dict[str, set[str]] = {k: set() for k in IDN_CLASSES}
     variables = unique_variables(func)
     kinds["variable"] |= variables
     imported: set[str] = set()
@@ -293,7 +269,7 @@ def identifier_kinds(source) -> dict[str, set[str]]:
 
 
 # ---------------------------------------------------------------------------------------------- mutations
-def _header_end(toks: list[_Tok]) -> int:
+def _header_end(toks: list[PyToken]) -> int:
     """Index of the first token after the leading `async`/`def` keywords (never mutated by SRK/SCK)."""
     i = 0
     while i < len(toks) and toks[i].string in ("async", "def"):
@@ -309,14 +285,14 @@ def _misspellings(word: str, taken: set[str]) -> list[str]:
                   and not hasattr(builtins, w))
 
 
-def mutation_sites(task: str, source: str, toks: list[_Tok] | None = None, func=None) -> list[tuple]:
+def mutation_sites(task: str, source: str, toks: list[PyToken] | None = None, func=None) -> list[tuple]:
     """Where ``task`` (TYP, REA, JBL, SRI, SRK, SCK) can mutate ``source``: (token index, replacements) pairs,
     or for JBL (index of the first of two tokens, ()). Empty when the mutation is impossible."""
-    toks = _tokens(source) if toks is None else toks
+    toks = code_token_list(source) if toks is None else toks
     if not toks:
         return []
     if task == "TYP":
-        func = _function(source) if func is None else func
+        func = function_node(source) if func is None else func
         lines = source.split("\n")
         where = {(n.lineno, n.col_offset) for n in ast.walk(func) if isinstance(n, ast.Name) and n.id in BUILTIN_TYPES}
         taken = {t.string for t in toks if t.kind == tokenize.NAME}
@@ -339,13 +315,13 @@ def mutation_sites(task: str, source: str, toks: list[_Tok] | None = None, func=
         sites = [(i, tuple(k for k in group[t.string] if k != t.string)) for i, t in enumerate(toks)
                  if i >= _header_end(toks) and t.kind == tokenize.NAME and t.string in group]
     else:
-        raise ValueError(f"no mutation for task {task!r}: use one of TYP, REA, JBL, SRI, SRK, SCK")
+        raise InputError(f"no mutation for task {task!r}: use one of TYP, REA, JBL, SRI, SRK, SCK")
     return [s for s in sites if task == "JBL" or s[1]]
 
 
 def mutate(task: str, source: str, rng: np.random.Generator, sites=None, toks=None) -> str | None:
     """One random mutation of ``source`` for ``task`` (spans from tokenize, never in strings or comments)."""
-    toks = _tokens(source) if toks is None else toks
+    toks = code_token_list(source) if toks is None else toks
     sites = mutation_sites(task, source, toks) if sites is None else sites
     if not sites:
         return None

@@ -32,8 +32,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import CorpusError
-from .syntax import get_parser
+from asc.errors import CorpusError
+from asc.syntax import get_parser
 
 __all__ = ["Snippet", "BUILTIN_CORPORA", "load_corpus", "extract_functions", "DEFAULT_MIN_LINES",
            "DEFAULT_MAX_LINES"]

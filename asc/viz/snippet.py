@@ -11,38 +11,19 @@ from __future__ import annotations
 
 import html
 import math
-from functools import cache
 from typing import Literal
 
 import numpy as np
 
-from .explain import Explanation
-from .layout import TreeLayout, tree_layout
+from asc.explain import Explanation
+from asc.viz.colors import COLORSCALE, NO_VALUE, value_color
+from asc.viz.layout import TreeLayout, tree_layout
 
-__all__ = ["COLORSCALE", "NO_VALUE", "value_color", "tree_figure", "sequence_html", "category_figure",
-           "figure_html", "standalone_html", "node_label"]
+__all__ = ["tree_figure", "sequence_html", "category_figure", "node_label"]
 
-COLORSCALE = "RdYlBu"  # red (low) -> yellow -> blue (high)
-NO_VALUE = "#b8b8b8"
 ROW_PX = 18
 CHAR_PX = 5.9  # average width of a label character at 11 px
 COL_GAP_PX = 26
-
-
-@cache
-def _color_table() -> tuple[str, ...]:
-    """The scale sampled at 0.000, 0.001, ..., 1.000 in one plotly call (it costs ~1 ms per call)."""
-    from plotly.colors import sample_colorscale
-
-    return tuple(sample_colorscale(COLORSCALE, list(np.linspace(0.0, 1.0, 1001))))
-
-
-def value_color(value: float | None) -> str:
-    """The scale's color for a value in [0, 1], to the nearest 0.001 (grey for missing)."""
-    if value is None or math.isnan(float(value)):  # float(): numpy float32 NaN too
-        return NO_VALUE
-    return _color_table()[int(round(min(1.0, max(0.0, float(value))) * 1000))]
-
 
 def node_label(ex: Explanation, node: int, width: int = 24) -> str:
     """Short label: the type for named nodes, the source text for anonymous leaves (``)``, ``if``)."""
@@ -217,14 +198,3 @@ def category_figure(values: dict[str, float], threshold: float = 0.6, title: str
     fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 40, "b": 10}, title={"text": title, "font": {"size": 13}},
                       yaxis={"range": [0, 1.12], "title": "value"}, plot_bgcolor="white")
     return fig
-
-
-def figure_html(fig) -> str:
-    """A self-contained HTML file for a plotly figure (plotly.js inlined: works offline)."""
-    return fig.to_html(include_plotlyjs=True, full_html=True)
-
-
-def standalone_html(fragment: str, title: str = "AsC Studio") -> str:
-    """Wrap an HTML fragment (the sequence view) into a self-contained document."""
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
-            f"<body style='font-family:sans-serif'>{fragment}</body></html>")

@@ -1,7 +1,7 @@
 """CodeSyntax-style attention-head scores: does one head link the words of a syntactic relation?
 
 Pure numpy (and pandas for tables); no torch/transformers import. Samples and edges come from
-:mod:`probes.relations` (``Sample.relns[name]`` = edges ``(head, dep_first, dep_last)`` over WORD
+:mod:`probes.codesyntax.relations` (``Sample.relns[name]`` = edges ``(head, dep_first, dep_last)`` over WORD
 tokens, ``head < dep_first <= dep_last``). Method: CodeSyntax (Shen et al., EMNLP 2022;
 ``papers/codesyntax-attention-syntax.txt``, reference.md 5), with the deviations stated below.
 
@@ -57,15 +57,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .relations import RELATIONS, Sample
+from asc.errors import InputError
+from probes.codesyntax.samples import RELATIONS, Sample
 
 __all__ = [
-    "KEYWORDS", "METRICS", "SPLITS", "HeadScorer", "HeadScores", "baseline_scores", "split_samples",
+    "KEYWORDS", "METRICS", "HEAD_SPLITS", "HeadScorer", "HeadScores", "baseline_scores", "split_samples",
     "word_attention",
 ]  # fmt: skip
 
 METRICS: tuple[str, ...] = ("first", "last", "any")
-SPLITS: tuple[str, ...] = ("val", "test")
+HEAD_SPLITS: tuple[str, ...] = ("val", "test")
 #: The keyword baseline's predictors, alphabetical (ASCII: ``False``, ``None``, ``True`` first).
 KEYWORDS: tuple[str, ...] = tuple(sorted(keyword.kwlist))
 
@@ -173,7 +174,7 @@ def _sample_edges(sample: Sample, relations: Sequence[str]) -> tuple[np.ndarray,
 def _check_ks(ks: Iterable[int]) -> tuple[int, ...]:
     ks = tuple(int(k) for k in ks)
     if not ks or min(ks) < 1 or len(set(ks)) != len(ks):
-        raise ValueError(f"ks must be distinct positive integers, got {ks}")
+        raise InputError(f"ks must be distinct positive integers, got {ks}")
     return ks
 
 
@@ -190,15 +191,15 @@ class HeadScores:
 
     def _index(self, metric: str, k: int) -> tuple[int, int]:
         if metric not in METRICS:
-            raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+            raise InputError(f"metric must be one of {METRICS}, got {metric!r}")
         if k not in self.ks:
-            raise ValueError(f"k={k} was not scored (ks={self.ks})")
+            raise InputError(f"k={k} was not scored (ks={self.ks})")
         return METRICS.index(metric), self.ks.index(k)
 
     def score(self, split: str) -> np.ndarray:
         """Hit rate ``(relations, 3, ks, layers, heads)`` float64; NaN for relations without edges."""
-        if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if split not in HEAD_SPLITS:
+            raise InputError(f"split must be one of {HEAD_SPLITS}, got {split!r}")
         n = self.edges[split].astype(np.float64)[:, None, None, None, None]
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(n > 0, self.hits[split] / np.where(n > 0, n, 1.0), np.nan)
@@ -238,20 +239,20 @@ class HeadScorer:
         self.ks = _check_ks(ks)
         self.causal = bool(causal)
         self._hits: dict[str, np.ndarray] | None = None
-        self._edges = {s: np.zeros(len(self.relations), np.int64) for s in SPLITS}
-        self._samples = dict.fromkeys(SPLITS, 0)
+        self._edges = {s: np.zeros(len(self.relations), np.int64) for s in HEAD_SPLITS}
+        self._samples = dict.fromkeys(HEAD_SPLITS, 0)
 
     def add(self, sample: Sample, word_attn: np.ndarray, split: str) -> None:
         """Score every edge of ``sample`` on ``word_attn`` ``(layers, heads, n_words, n_words)``."""
-        if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if split not in HEAD_SPLITS:
+            raise InputError(f"split must be one of {HEAD_SPLITS}, got {split!r}")
         wa = np.asarray(word_attn)
         n = len(sample.tokens)
         if wa.ndim != 4 or wa.shape[2:] != (n, n):
             raise ValueError(f"word_attn must be (layers, heads, {n}, {n}) for {n} words, got {wa.shape}")
         if self._hits is None:
             shape = (len(self.relations), len(METRICS), len(self.ks)) + wa.shape[:2]
-            self._hits = {s: np.zeros(shape, np.int64) for s in SPLITS}
+            self._hits = {s: np.zeros(shape, np.int64) for s in HEAD_SPLITS}
         elif self._hits[split].shape[3:] != wa.shape[:2]:
             raise ValueError(f"word_attn has {wa.shape[:2]} (layers, heads); earlier samples had "
                              f"{self._hits[split].shape[3:]}")
@@ -285,7 +286,7 @@ class HeadScorer:
     def result(self) -> HeadScores:
         """The counts so far (copied). Raises ValueError before the first ``add``."""
         if self._hits is None:
-            raise ValueError("no sample was added")
+            raise InputError("no sample was added")
         return HeadScores(self.relations, self.ks, self.causal, {s: a.copy() for s, a in self._hits.items()},
                           {s: a.copy() for s, a in self._edges.items()}, dict(self._samples))
 
@@ -342,20 +343,20 @@ def baseline_scores(samples_with_split: Iterable[tuple[Sample, str]], relations:
     """
     relations, ks = tuple(relations), _check_ks(ks)
     if max_offset < 1:
-        raise ValueError("max_offset must be >= 1")
-    parts: dict[str, dict[str, list[np.ndarray]]] = {sp: {m: [] for m in METRICS} for sp in SPLITS}
-    rels: dict[str, list[np.ndarray]] = {sp: [] for sp in SPLITS}
+        raise InputError("max_offset must be >= 1")
+    parts: dict[str, dict[str, list[np.ndarray]]] = {sp: {m: [] for m in METRICS} for sp in HEAD_SPLITS}
+    rels: dict[str, list[np.ndarray]] = {sp: [] for sp in HEAD_SPLITS}
     for sample, split in samples_with_split:
-        if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if split not in HEAD_SPLITS:
+            raise InputError(f"split must be one of {HEAD_SPLITS}, got {split!r}")
         hit, rel = _baseline_hits(sample, relations, causal, max_offset)
         rels[split].append(rel)
         for m in METRICS:
             parts[split][m].append(hit[m])
     n_pred = max_offset + len(KEYWORDS)
-    rel_of = {sp: np.concatenate(rels[sp]) if rels[sp] else np.zeros(0, np.int64) for sp in SPLITS}
+    rel_of = {sp: np.concatenate(rels[sp]) if rels[sp] else np.zeros(0, np.int64) for sp in HEAD_SPLITS}
     hits = {sp: {m: np.concatenate(parts[sp][m]) if parts[sp][m] else np.zeros((0, n_pred), bool) for m in METRICS}
-            for sp in SPLITS}
+            for sp in HEAD_SPLITS}
     names = [f"+{o}" for o in range(1, max_offset + 1)] + list(KEYWORDS)
     pools = {"offset": np.arange(max_offset), "keyword": np.arange(max_offset, n_pred), "joint": np.arange(n_pred)}
     steps = max(ks)
@@ -384,7 +385,7 @@ def split_samples(n: int, val_fraction: float = 0.5, seed: int = 0) -> np.ndarra
     authors, who picked and reported on the same samples.
     """
     if not 0.0 <= val_fraction <= 1.0:
-        raise ValueError(f"val_fraction must be in [0, 1], got {val_fraction}")
+        raise InputError(f"val_fraction must be in [0, 1], got {val_fraction}")
     labels = np.full(n, "test", dtype="<U4")
     labels[np.random.default_rng(seed).permutation(n)[: int(np.floor(n * val_fraction + 0.5))]] = "val"
     return labels

@@ -3,9 +3,11 @@
 The app submits runs here so they go on while the user switches pages or closes the tab; the
 queue is shared by every session of the app process. Runs execute one at a time (the CPU is the
 bottleneck: two runs in parallel would only slow each other down) and write resumable run folders
-(:func:`asc.runs.run_corpus`), so a run cancelled or cut by a restart continues where it stopped
+(:func:`asc.corpus.runs.run_corpus`), so a run cancelled or cut by a restart continues where it stopped
 when submitted again. :meth:`JobQueue.submit_call` queues other long work that needs a model
-(the layer probes) under the same one-at-a-time rule; it reports a ``stage`` besides done/total.
+(the layer probes, the attention heads) under the same one-at-a-time rule; it reports a ``stage``
+besides done/total. Each job has a :class:`JobKind`. User mistakes (:class:`asc.errors.AscError`) end a
+job as ``failed`` with their message; anything else is logged with its traceback as a crash.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
-from .corpus import load_corpus
-from .errors import AscError
-from .runs import run_corpus
+from asc.corpus.runs import run_corpus
+from asc.corpus.sources import load_corpus
+from asc.errors import AscError
 
-__all__ = ["Job", "JobQueue", "run_folder"]
+__all__ = ["Job", "JobKind", "JobQueue", "run_folder"]
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +39,22 @@ def run_folder(root: str | Path, model: str, corpus: str, limit: int | None) -> 
     return Path(root) / f"{slug(model)}__{slug(corpus)}__{limit if limit else 'all'}"
 
 
+class JobKind(StrEnum):
+    """What a job computes; pages show the jobs of their own kind (no parsing of labels)."""
+
+    EVAL = "eval"  # AsC-Eval of a corpus into a run folder (Global AsC-Eval page)
+    LAYERS = "layers"  # layer probes (Layer heatmaps page)
+    ATTENTION = "attention"  # attention heads (Attention maps page)
+
+
 @dataclass
 class Job:
     """One corpus run. Mutable fields are updated by the worker thread; read them, do not write."""
 
     id: int
+    kind: JobKind
     model: str
-    corpus: str
+    corpus: str  # the corpus spec of an eval run; a human-readable label of other work
     limit: int | None
     out: Path
     batch_size: int = 8
@@ -79,13 +91,14 @@ class JobQueue:
         self._worker: threading.Thread | None = None
 
     def submit(self, model: str, corpus: str, limit: int | None, root: str | Path, batch_size: int = 8) -> Job:
-        return self._enqueue(model=model, corpus=corpus, limit=limit, out=run_folder(root, model, corpus, limit),
-                             batch_size=batch_size)
+        """Queue an AsC-Eval run of ``corpus`` (at most ``limit`` snippets) into :func:`run_folder`."""
+        return self._enqueue(kind=JobKind.EVAL, model=model, corpus=corpus, limit=limit,
+                             out=run_folder(root, model, corpus, limit), batch_size=batch_size)
 
-    def submit_call(self, model: str, label: str, out: str | Path,
+    def submit_call(self, kind: JobKind, model: str, label: str, out: str | Path,
                     call: Callable[[object, Callable[[str, int, int], None], Callable[[], bool]], None]) -> Job:
         """Queue ``call(bundle, on_progress(stage, done, total), should_stop)`` for the model ``model``."""
-        return self._enqueue(model=model, corpus=label, limit=None, out=Path(out), call=call)
+        return self._enqueue(kind=JobKind(kind), model=model, corpus=label, limit=None, out=Path(out), call=call)
 
     def _enqueue(self, **fields) -> Job:
         with self._lock:
@@ -97,9 +110,10 @@ class JobQueue:
         self._queue.put(job)
         return job
 
-    def jobs(self) -> list[Job]:
+    def jobs(self, kind: JobKind | None = None) -> list[Job]:
+        """Every job so far (oldest first), or only those of ``kind``."""
         with self._lock:
-            return list(self._jobs)
+            return [j for j in self._jobs if kind is None or j.kind == kind]
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until no job is queued or running (tests, CLI); False on timeout."""

@@ -1,4 +1,4 @@
-"""Pure figure builders for corpus-level AsC-Eval (tables from :mod:`asc.compare` -> plotly / Styler).
+"""Pure figure builders for corpus-level AsC-Eval (tables from :mod:`asc.corpus.summary` -> plotly / Styler).
 
 * :func:`category_bars`: per-category bootstrapped medians with 95% error bars, one color per model,
   and the threshold line (paper Fig. 3);
@@ -6,8 +6,7 @@
 * :func:`concept_treemap`: model -> category -> node type, sized by node count, colored by median
   value on the fixed red-blue 0-1 scale;
 * :func:`difference_bars`: model A minus model B, diverging colors;
-* :func:`styled_table`: Table I with cells red below / blue above the threshold;
-* :func:`causal_graph_figure` and :func:`treatment_scatter`: AsC-Causal's graph and data.
+* :func:`styled_table`: Table I with cells red below / blue above the threshold.
 
 Nothing is computed here beyond layout; inputs are never modified.
 """
@@ -18,13 +17,11 @@ import math
 
 import numpy as np
 
-from .concepts import GLOBAL
-from .figures import COLORSCALE, value_color
+from asc.concepts import GLOBAL
+from asc.viz.colors import COLORSCALE, MODEL_COLORS, value_color
 
-__all__ = ["category_bars", "value_distribution", "concept_treemap", "difference_bars", "styled_table",
-           "causal_graph_figure", "treatment_scatter"]
+__all__ = ["category_bars", "value_distribution", "concept_treemap", "difference_bars", "styled_table"]
 
-MODEL_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#9d755d", "#e45756")
 
 
 def category_bars(summary, threshold: float = 0.6):
@@ -68,7 +65,7 @@ def value_distribution(nodes_by_model: dict, category: str | None = None):
 
 
 def concept_treemap(types):
-    """Treemap model -> category -> node type from :func:`asc.compare.type_table` rows (several models ok)."""
+    """Treemap model -> category -> node type from :func:`asc.corpus.summary.type_table` rows (several models ok)."""
     import plotly.graph_objects as go
 
     ids, labels, parents, sizes, colors, hover = [], [], [], [], [], []
@@ -95,7 +92,7 @@ def concept_treemap(types):
 
 
 def difference_bars(diff, label: str = "category", top: int = 30):
-    """Horizontal bars of A - B from :func:`asc.compare.difference_table` (largest |difference| first)."""
+    """Horizontal bars of A - B from :func:`asc.corpus.summary.difference_table` (largest |difference| first)."""
     import plotly.graph_objects as go
 
     rows = diff.dropna(subset=["difference"]).head(top)
@@ -124,63 +121,3 @@ def styled_table(wide, threshold: float = 0.6):
             f"background-color:{value_color(0.35 if v < threshold else 0.7)}"
 
     return wide.style.map(cell, subset=value_cols).format("{:.3f}", subset=value_cols, na_rep="absent")
-
-
-def causal_graph_figure(treatment: str = "T: concept value", outcome: str = "Y: loss",
-                        confounders: tuple[str, ...] = ("seq_size", "ast_levels", "n_nodes", "complexity")):
-    """The structural causal model drawn: confounders on the left, treatment and outcome on the right."""
-    import plotly.graph_objects as go
-
-    pos = {z: (0.0, 1.0 - i / max(1, len(confounders) - 1)) for i, z in enumerate(confounders)}
-    pos[treatment], pos[outcome] = (1.0, 0.75), (2.0, 0.25)
-    edges = [(z, treatment) for z in confounders] + [(z, outcome) for z in confounders] + [(treatment, outcome)]
-    fig = go.Figure()
-    for a, b in edges:
-        (x0, y0), (x1, y1) = pos[a], pos[b]
-        fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", showarrow=True,
-                           arrowhead=3, arrowsize=1.2, arrowwidth=1.4 if b == outcome and a == treatment else 1,
-                           arrowcolor="#c0392b" if a == treatment else "#999", standoff=14, startstandoff=14)
-    names = list(pos)
-    fig.add_trace(go.Scatter(x=[pos[n][0] for n in names], y=[pos[n][1] for n in names], mode="markers+text",
-                             text=names, textposition=["middle left"] * len(confounders) + ["top center", "middle right"],
-                             marker={"size": 18, "color": ["#bbb"] * len(confounders) + ["#4c78a8", "#c0392b"]},
-                             hoverinfo="text", showlegend=False))
-    fig.update_layout(height=300, xaxis={"visible": False, "range": [-0.8, 2.8]}, yaxis={"visible": False,
-                      "range": [-0.15, 1.15]}, plot_bgcolor="white", margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                      title={"text": "Causal graph: confounders Z → T, Z → Y, T → Y (backdoor adjustment on Z)",
-                             "font": {"size": 13}})
-    return fig
-
-
-def treatment_scatter(table, treatment: str, outcome: str = "loss", color: str = "seq_size"):
-    """Snippets as points: a treatment's value against the loss (only snippets where it is present)."""
-    import plotly.graph_objects as go
-
-    sub = table.dropna(subset=[treatment, outcome])
-    fig = go.Figure(go.Scatter(
-        x=sub[treatment], y=sub[outcome], mode="markers", text=sub.index.astype(str),
-        marker={"color": sub[color], "colorscale": "Viridis", "showscale": True, "size": 7, "opacity": 0.8,
-                "colorbar": {"title": {"text": color}}},
-        hovertemplate="%{text}<br>value %{x:.3f}<br>loss %{y:.3f}<extra></extra>"))
-    fig.update_layout(height=360, xaxis={"title": f"{treatment} (snippet AsC-Eval)", "range": [0, 1.02]},
-                      yaxis={"title": "cross-entropy (nats/token)"}, plot_bgcolor="white",
-                      margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                      title={"text": f"{treatment} vs loss ({len(sub)} snippets where it is present)",
-                             "font": {"size": 13}})
-    return fig
-
-
-def rating_bars(counts):
-    """User-study ratings: stacked bars of Likert answers per group, one panel per rating question.
-
-    ``counts`` is :func:`asc.study_store.rating_counts` (group, question, level, label, count).
-    """
-    import plotly.express as px
-
-    order = ["Strongly agree", "Agree", "Neutral", "Disagree", "Strongly disagree"]
-    fig = px.bar(counts, x="group", y="count", color="label", facet_col="question", barmode="stack",
-                 category_orders={"label": order},
-                 color_discrete_sequence=["#2c7bb6", "#abd9e9", "#ffffbf", "#fdae61", "#d7191c"],
-                 title="Ratings per group and question")
-    fig.update_layout(legend_title_text="", height=380, margin={"l": 40, "r": 20, "t": 60, "b": 40})
-    return fig

@@ -35,7 +35,7 @@ never required). Every id is unique in its list and question ids are unique acro
 malformed file raises :class:`InputError` naming the file and the field, e.g.
 ``study.yaml: samples[2].prompt: missing``; unknown keys are refused (they are usually typos).
 
-Preparation (:mod:`asc.study_frozen`, :func:`prepare_study`) completes the samples without a completion once (greedy, so
+Preparation (:mod:`asc.study.frozen`, :func:`prepare_study`) completes the samples without a completion once (greedy, so
 deterministic; the prompt's trailing whitespace is left to the model as in the inspector), scores
 the exact token ids once, and :func:`save_frozen` writes everything needed to draw the views to a
 JSON file, atomically. Participants are then shown the frozen content, rebuilt without a model by
@@ -44,7 +44,7 @@ JSON file, atomically. Participants are then shown the frozen content, rebuilt w
 depends on; question wording and groups can be edited without preparing again) and
 :func:`load_frozen` refuses a file whose hash differs. ``python -m asc.study prepare STUDY``
 prepares from the command line (``--out`` defaults to :func:`frozen_path`: ``<id>.frozen.json`` in
-:func:`default_folder`, ``runs/study`` unless configured: the folder of the default SQLite database).
+:func:`asc.paths.study_dir`, ``runs/study`` unless configured: the folder of the default SQLite database).
 """
 
 from __future__ import annotations
@@ -55,14 +55,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from asc.errors import InputError
+from asc.paths import DEFAULT_STUDY
 
-__all__ = ["VIEWS", "LIKERT_LABELS", "DEFAULT_STUDY", "Group", "Question", "Sample", "StudyDefinition", "load_study",
+__all__ = ["STUDY_VIEWS", "LIKERT_LABELS", "DEFAULT_STUDY", "Group", "Question", "Sample", "StudyDefinition", "load_study",
            "parse_study"]
 
-VIEWS = ("none", "sequence", "partial", "complete")
+STUDY_VIEWS = ("none", "sequence", "partial", "complete")
 LIKERT_LABELS = ("Strongly disagree", "Disagree", "Neutral", "Agree", "Strongly agree")  # values 1..5
-DEFAULT_STUDY = Path(__file__).resolve().parent.parent / "assets" / "studies" / "astxplainer.yaml"
 _ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -70,7 +70,7 @@ _ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 class Group:
     id: str
     name: str
-    view: str  # one of VIEWS
+    view: str  # one of STUDY_VIEWS
 
 
 @dataclass(frozen=True)
@@ -218,8 +218,8 @@ def _question(ck: _Checker, raw, where: str, kind: str) -> Question:
 
 def parse_study(data: Any, source: str = "study") -> StudyDefinition:
     """Validate a study given as parsed YAML/JSON (``source`` names it in error messages)."""
-    from .concepts import AGGREGATES
-    from .syntax import LANGUAGES
+    from asc.concepts import AGGREGATES
+    from asc.syntax import LANGUAGES
 
     ck = _Checker(source)
     if data is None:
@@ -238,8 +238,8 @@ def parse_study(data: Any, source: str = "study") -> StudyDefinition:
         w = f"groups[{i}]"
         g = ck.mapping(g, w, {"id", "view"}, {"name"})
         view = g["view"]
-        if view not in VIEWS:
-            ck.fail(f"{w}.view", f"{view!r} is not one of {', '.join(VIEWS)}")
+        if view not in STUDY_VIEWS:
+            ck.fail(f"{w}.view", f"{view!r} is not one of {', '.join(STUDY_VIEWS)}")
         gid = ck.ident(g["id"], f"{w}.id")
         groups.append(Group(gid, ck.text(g.get("name"), f"{w}.name", gid), view))
     ck.unique(groups, "groups")
@@ -305,34 +305,3 @@ def load_study(path: str | Path = DEFAULT_STUDY) -> StudyDefinition:
     else:
         raise InputError(f"{name}: a study file must end in .yaml, .yml or .json")
     return replace(parse_study(data, name), path=str(path))
-
-
-def _main(argv: list[str] | None = None) -> int:
-    import argparse
-    import sys
-
-    parser = argparse.ArgumentParser(prog="python -m asc.study", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser("check", help="validate a study file")
-    check.add_argument("study")
-    prep = sub.add_parser("prepare", help="complete and score the samples once, write the frozen file")
-    prep.add_argument("study")
-    prep.add_argument("--out", help="frozen file to write (default: <$ASC_STUDY_DIR or runs/study>/<id>.frozen.json)")
-    args = parser.parse_args(argv)
-    from .study_frozen import frozen_path, prepare_study, save_frozen
-
-    try:
-        definition = load_study(args.study)
-        if args.command == "prepare":
-            out = save_frozen(prepare_study(definition), args.out or frozen_path(definition))
-            print(f"prepared {len(definition.samples)} samples of {definition.id!r}: {out}")
-        else:
-            print(f"{definition.id}: {len(definition.groups)} groups, {len(definition.samples)} samples: ok")
-    except InputError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main())

@@ -31,16 +31,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .align import AlignOptions
-from .atomic import write_atomic
-from .concepts import GLOBAL, CategoryMap, aggregate_segments, bootstrap_median, load_categories
-from .corpus import Snippet
-from .errors import CorpusError
-from .explain import Explanation, explain_scored
-from .models import ModelBundle
-from .scores import score_texts
+from asc.align import AlignOptions
+from asc.atomic import write_atomic
+from asc.concepts import GLOBAL, CategoryMap, aggregate_segments, load_categories
+from asc.corpus.sources import Snippet
+from asc.errors import CorpusError
+from asc.explain import Explanation, explain_scored
+from asc.models import ModelBundle
+from asc.scores import score_texts
 
-__all__ = ["RunData", "run_corpus", "load_run", "category_table", "TABLES"]
+__all__ = ["TABLES", "RunData", "load_run", "read_meta", "run_corpus", "run_folders", "run_title"]
 
 log = logging.getLogger(__name__)
 TABLES = ("tokens", "nodes", "concepts", "snippets")  # write order: snippets last marks a chunk done
@@ -139,13 +139,13 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
     meta = {"settings": settings, "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "n_planned": len(snippets)}
     if meta_path.exists():
         meta = {**json.loads(meta_path.read_text()), "n_planned": len(snippets)}
-    meta_path.write_text(json.dumps(meta, indent=2))
+    write_atomic(meta_path, lambda tmp: tmp.write_text(json.dumps(meta, indent=2)))
 
     todo = [s for s in snippets if s.id not in done]
     if len(done):
         log.info("resuming %s: %d snippets already done, %d to go", out, len(snippets) - len(todo), len(todo))
     cmaps: dict[str, CategoryMap] = {}
-    info = {"name": bundle.name, "layers": bundle.n_layers, "parameters": bundle.n_params}
+    info = bundle.summary()
     bar = None
     if progress or (progress is None and os.isatty(2)):
         from tqdm import tqdm
@@ -179,7 +179,7 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
         if bar is not None:
             bar.close()
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-    meta_path.write_text(json.dumps(meta, indent=2))
+    write_atomic(meta_path, lambda tmp: tmp.write_text(json.dumps(meta, indent=2)))
     return out
 
 
@@ -188,9 +188,7 @@ def load_run(path: str | Path, tables: tuple[str, ...] = TABLES) -> RunData:
     import pandas as pd
 
     path = Path(path)
-    if not (path / "meta.json").exists():
-        raise CorpusError(f"{path} is not a run folder (no meta.json); create one with `python -m asc eval`")
-    meta = json.loads((path / "meta.json").read_text())
+    meta = read_meta(path)
     frames = {}
     for table in TABLES:
         parts = sorted((path / table).glob("part-*.parquet")) if table in tables else []
@@ -198,16 +196,35 @@ def load_run(path: str | Path, tables: tuple[str, ...] = TABLES) -> RunData:
     return RunData(path=path, meta=meta, **frames)
 
 
-def category_table(nodes, categories: Sequence[str], n_boot: int = 500, seed: int = 0, ci: float = 0.95):
-    """Paper Table I for one run: per category (and ``Global`` over every categorized node) the
-    bootstrapped median of node values, its interval, and how many nodes/snippets it rests on."""
-    import pandas as pd
+def run_folders(root: str | Path, *required: str) -> list[Path]:
+    """Folders under ``root`` holding a meta.json (and every file named in ``required``), newest first.
 
-    valued = nodes[nodes["category"].notna() & nodes["value"].notna()]
-    rows = []
-    for name in [GLOBAL, *categories]:
-        sub = valued if name == GLOBAL else valued[valued["category"] == name]
-        med, lo, hi, std = bootstrap_median(sub["value"].to_numpy(), n_boot=n_boot, seed=seed, ci=ci)
-        rows.append({"category": name, "median": med, "ci_low": lo, "ci_high": hi, "boot_std": std,
-                     "n_nodes": len(sub), "n_snippets": sub["snippet_id"].nunique()})
-    return pd.DataFrame(rows)
+    The one listing of run folders: corpus runs, and (with ``"heads.npz"``) attention runs."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if (p / "meta.json").exists() and all((p / f).exists() for f in required)]
+    return sorted(found, key=lambda p: (p / "meta.json").stat().st_mtime, reverse=True)
+
+
+def read_meta(path: str | Path) -> dict:
+    """A run folder's meta.json, or CorpusError naming the folder when it is missing or not JSON."""
+    meta_path = Path(path) / "meta.json"
+    try:
+        meta = json.loads(meta_path.read_text())
+    except FileNotFoundError:
+        raise CorpusError(f"{path} is not a run folder (no meta.json); create one with `python -m asc eval`") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CorpusError(f"{meta_path} cannot be read ({err}); delete the folder or run the evaluation again") from None
+    if not isinstance(meta, dict):
+        raise CorpusError(f"{meta_path} is not a JSON object; delete the folder or run the evaluation again")
+    return meta
+
+
+def run_title(path: str | Path) -> str:
+    """``model · corpus · N snippets · folder`` for a run folder (from its meta.json)."""
+    meta = read_meta(path)
+    settings = meta.get("settings", {})
+    done = "" if meta.get("finished") else " (incomplete)"
+    return (f"{settings.get('model', {}).get('name', '?')} · {settings.get('corpus', '?')} · "
+            f"{meta.get('n_planned', '?')} snippets{done} · {Path(path).name}")

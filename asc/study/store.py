@@ -1,11 +1,11 @@
-"""Participants and answers of a user study (:mod:`asc.study`) in a SQL database through SQLAlchemy.
+"""Participants and answers of a user study (:mod:`asc.study.definition`) in a SQL database through SQLAlchemy.
 
 ``StudyStore(url, study)`` opens (and creates when missing) three tables: ``participants`` (one row
 per anonymous code: group, consent/background/finish times, personal data only when the study asks
 for it), ``answers`` (one row per question answered: background answers have ``sample_id = ''``;
 ``UNIQUE(code, sample_id, question_id)``) and ``assignments`` (participants assigned per study and
 group). The URL is any SQLAlchemy URL (``postgresql+psycopg://...``); without one the store uses
-``$ASC_STUDY_DB`` or else :func:`default_url` of :func:`asc.study.default_folder` (``$ASC_STUDY_DIR``
+``$ASC_STUDY_DB`` or else :func:`default_url` of :func:`asc.paths.study_dir` (``$ASC_STUDY_DIR``
 or ``runs/study``): a SQLite file, opened in WAL mode (readers never block the writer) with a busy
 timeout, so several server threads or processes can share it. ``sqlite://`` (in memory) is for
 single-threaded experiments only.
@@ -23,15 +23,13 @@ rows, which locks them until commit), then reads the counts and puts the partici
 with the fewest participants so far (ties broken at random). Balance counts assigned participants,
 including those who drop out.
 
-``responses()`` (long form, one row per answer) and ``participants()`` are pandas frames;
-:func:`agreement_table` is Table III of the paper (percent of answers per Likert level, per group
-and rating question); :meth:`StudyStore.export_csv` writes all responses.
+``responses()`` (long form, one row per answer) and ``participants()`` are pandas frames (their
+summaries, Table III, are in :mod:`asc.study.tables`); :meth:`StudyStore.export_csv` writes all responses.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import random
 import secrets
 from collections.abc import Iterator
@@ -61,13 +59,12 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.pool import StaticPool
 
-from .atomic import write_atomic
-from .errors import InputError
-from .study import LIKERT_LABELS, Question, StudyDefinition
-from .study_frozen import default_folder
+from asc.atomic import write_atomic
+from asc.errors import InputError
+from asc.paths import study_db_url, study_dir
+from asc.study.definition import LIKERT_LABELS, Question, StudyDefinition
 
-__all__ = ["StudyStore", "ParticipantState", "default_folder", "default_url", "normalize_code", "agreement_table",
-           "rating_counts", "AGREEMENT_LEVELS"]
+__all__ = ["StudyStore", "ParticipantState", "default_url", "normalize_code"]
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: easy to read back and type
 CODE_LENGTH = 8
@@ -176,7 +173,7 @@ class StudyStore:
     """
 
     def __init__(self, url: str | None, study: StudyDefinition, *, timeout_s: float = 30.0):
-        self.url = str(url or os.environ.get("ASC_STUDY_DB") or default_url(default_folder()))
+        self.url = str(url or study_db_url() or default_url(study_dir()))
         self.study = study
         self._sqlite = self.url.startswith("sqlite")
         self.engine = _sqlite_engine(self.url, timeout_s) if self._sqlite else create_engine(self.url,
@@ -430,43 +427,3 @@ def _check_value(q: Question, value) -> str:
     if len(value) > MAX_TEXT:
         raise InputError(f"“{q.text}”: the answer is {len(value)} characters long; shorten it to {MAX_TEXT}")
     return value
-
-
-def _ratings_only(responses, study: StudyDefinition):
-    ids = [q.id for q in study.ratings]
-    if not len(responses):
-        return responses
-    keep = responses["question_id"].isin(ids) & responses["sample_id"].notna() & responses["value"].notna()
-    return responses[keep & (responses["sample_id"] != "")]
-
-
-def rating_counts(responses, study: StudyDefinition):
-    """Likert answers counted per group, rating question and level (5 = Strongly agree first; zeros kept)."""
-    import pandas as pd
-
-    r = _ratings_only(responses, study)
-    rows = []
-    for g in study.groups:
-        for q in study.ratings:
-            sel = r[(r["group"] == g.id) & (r["question_id"] == q.id)] if len(r) else r
-            counts = sel["value"].astype(int).value_counts().to_dict() if len(sel) else {}
-            for level in range(5, 0, -1):
-                rows.append((g.id, q.id, level, LIKERT_LABELS[level - 1], int(counts.get(level, 0))))
-    return pd.DataFrame(rows, columns=["group", "question", "level", "label", "count"])
-
-
-def agreement_table(responses, study: StudyDefinition):
-    """Table III: one row per group and rating question (study order) with n and the percent of answers
-    per Likert level, Strongly agree .. Strongly disagree, summing to 100 (NaN while n is 0)."""
-    import pandas as pd
-
-    counts = rating_counts(responses, study)
-    names = {g.id: g.name for g in study.groups}
-    texts = {q.id: q.text for q in study.ratings}
-    rows = []
-    for (group, question), sel in counts.groupby(["group", "question"], sort=False):
-        by_label = dict(zip(sel["label"], sel["count"]))
-        n = int(sel["count"].sum())
-        rows.append([group, names[group], question, texts[question], n]
-                    + [100.0 * by_label[label] / n if n else math.nan for label in AGREEMENT_LEVELS])
-    return pd.DataFrame(rows, columns=["group", "group_name", "question", "question_text", "n", *AGREEMENT_LEVELS])

@@ -35,6 +35,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from asc.atomic import write_atomic
+from asc.errors import InputError
 
 __all__ = ["L2_GRID", "ProbeResult", "load_probes", "save_probes", "train_probes"]
 
@@ -139,7 +140,7 @@ def train_probes(features: np.ndarray, task, *, model: str = "", pooling: str = 
     y = np.asarray(task.y, dtype=np.int64)
     tr, va, te = (task.indices(s) for s in ("tr", "va", "te"))
     if min(len(tr), len(va), len(te)) == 0 or len(np.unique(y[tr])) < 2:
-        raise ValueError(f"task {task.name}: every split needs samples and training needs two classes")
+        raise InputError(f"task {task.name}: every split needs samples and training needs two classes")
     y_control = np.random.default_rng(seed).permutation(y)
     n_layers = x_all.shape[1]
     acc, dev, ctrl, l2s = (np.zeros(n_layers) for _ in range(4))

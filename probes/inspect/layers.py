@@ -24,8 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .features import cached_features, default_pooling, model_key
-from .linear import ProbeResult, load_probes, save_probes, train_probes
+from asc.atomic import write_atomic
+from asc.errors import InputError
+from probes.features import PROBE_MAX_TOKENS, cached_features, default_pooling, model_key
+from probes.inspect.linear import ProbeResult, load_probes, save_probes, train_probes
 
 __all__ = ["best_layer_table", "build_tasks", "layer_job", "load_results", "normalized_table", "result_path",
            "results_table", "run_layers"]
@@ -48,16 +50,15 @@ def build_tasks(names: Sequence[str], corpus: str = "stdlib", size: int = 1000, 
 
     Raises ``ValueError`` listing the valid names for an unknown task, and for an empty selection.
     """
-    from asc.corpus import load_corpus
-
-    from .tasks import TASK_NAMES, build_task, load_tsv
+    from asc.corpus.sources import load_corpus
+    from probes.inspect.tasks import TASK_NAMES, build_task, load_tsv
 
     names = [n.strip().upper() for n in names if n.strip()]
     if names == ["ALL"]:
         names = list(TASK_NAMES)
     unknown = [n for n in names if n not in TASK_NAMES]
     if unknown:
-        raise ValueError(f"unknown task(s) {', '.join(unknown)}: choose from {', '.join(TASK_NAMES)} or 'all'")
+        raise InputError(f"unknown task(s) {', '.join(unknown)}: choose from {', '.join(TASK_NAMES)} or 'all'")
     tasks = []
     if names:
         snippets = load_corpus(corpus)
@@ -65,16 +66,16 @@ def build_tasks(names: Sequence[str], corpus: str = "stdlib", size: int = 1000, 
                  for t in (build_task(name, snippets, size=size, seed=seed) for name in names)]
     for path in task_files:
         if not Path(path).is_file():
-            raise ValueError(f"task file not found: {path}")
+            raise InputError(f"task file not found: {path}")
         tasks.append(load_tsv(path))
     if not tasks:
-        raise ValueError("no task: choose INSPECT tasks (e.g. KTX, IDN or all) and/or give INSPECT TSV task files")
+        raise InputError("no task: choose INSPECT tasks (e.g. KTX, IDN or all) and/or give INSPECT TSV task files")
     return tasks
 
 
 def layer_job(names: Sequence[str], out: str | Path, *, corpus: str = "stdlib", size: int = 1000, seed: int = 0,
-              task_files: Sequence[str | Path] = (), pooling: str | None = None, max_tokens: int = 512):
-    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.jobs.JobQueue.submit_call`: builds the
+              task_files: Sequence[str | Path] = (), pooling: str | None = None, max_tokens: int = PROBE_MAX_TOKENS):
+    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.corpus.jobs.JobQueue.submit_call`: builds the
     tasks, then :func:`run_layers` into ``out``."""
     names, task_files = tuple(names), tuple(task_files)
 
@@ -88,7 +89,7 @@ def layer_job(names: Sequence[str], out: str | Path, *, corpus: str = "stdlib", 
 
 
 def run_layers(bundle, tasks: Sequence, out: str | Path, *, pooling: str | None = None, seed: int = 0,
-               max_tokens: int = 512, corpus: str = "",
+               max_tokens: int = PROBE_MAX_TOKENS, corpus: str = "",
                on_progress: Callable[[str, int, int], None] | None = None,
                should_stop: Callable[[], bool] | None = None) -> list[ProbeResult]:
     """Probe every layer of ``bundle`` on each task; results are written under ``out`` (see module doc).
@@ -113,7 +114,7 @@ def run_layers(bundle, tasks: Sequence, out: str | Path, *, pooling: str | None 
         if not tsv.exists():
             tsv.parent.mkdir(parents=True, exist_ok=True)
             task.to_tsv(tsv)
-            tsv.with_suffix(".json").write_text(json.dumps(task.meta, indent=1, default=str))
+            write_atomic(tsv.with_suffix(".json"), lambda tmp, meta=task.meta: tmp.write_text(json.dumps(meta, indent=1, default=str)))
 
         def feat_progress(done: int, total: int, name: str = task.name) -> None:
             if on_progress:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,27 +19,20 @@ from typing import Any
 
 import numpy as np
 
-from .atomic import write_atomic
-from .errors import InputError
-from .study import DEFAULT_STUDY, StudyDefinition
+from asc.atomic import write_atomic
+from asc.errors import InputError
+from asc.paths import study_dir
+from asc.study.definition import StudyDefinition
 
-__all__ = ["FrozenSample", "FrozenStudy", "content_hash", "default_folder", "frozen_explanation", "frozen_path",
+__all__ = ["FrozenSample", "FrozenStudy", "content_hash", "frozen_explanation", "frozen_path",
            "load_frozen", "prepare_study", "save_frozen"]
 
 FROZEN_FORMAT = 1
 
 
-def default_folder() -> Path:
-    """Where studies keep their data (SQLite file, frozen files): ``$ASC_STUDY_DIR``, else ``study/`` in
-    ``$ASC_RUNS_DIR`` or the repository's ``runs/``."""
-    if os.environ.get("ASC_STUDY_DIR"):
-        return Path(os.environ["ASC_STUDY_DIR"])
-    return Path(os.environ.get("ASC_RUNS_DIR") or DEFAULT_STUDY.parent.parent.parent / "runs") / "study"
-
-
 def frozen_path(definition: StudyDefinition, folder: str | Path | None = None) -> Path:
-    """The conventional frozen file of a study: ``<folder or default_folder()>/<id>.frozen.json``."""
-    return Path(folder or default_folder()) / f"{definition.id}.frozen.json"
+    """The conventional frozen file of a study: ``<folder or asc.paths.study_dir()>/<id>.frozen.json``."""
+    return Path(folder or study_dir()) / f"{definition.id}.frozen.json"
 
 
 def content_hash(definition: StudyDefinition) -> str:
@@ -100,12 +92,12 @@ def _common_prefix(a, b) -> int:
 def prepare_study(definition: StudyDefinition, bundle=None) -> FrozenStudy:
     """Complete (when no completion is given) and score every sample once; ``bundle`` defaults to
     ``load_model(definition.model)``."""
-    from .generate import complete
-    from .models import load_model
-    from .scores import _encode, score_ids
+    from asc.generate import complete
+    from asc.models import load_model
+    from asc.scores import encode, score_ids
 
     bundle = bundle if bundle is not None else load_model(definition.model)
-    info = {"name": bundle.name, "layers": bundle.n_layers, "parameters": bundle.n_params}
+    info = bundle.summary()
     frozen = []
     for i, s in enumerate(definition.samples):
         try:
@@ -115,8 +107,8 @@ def prepare_study(definition: StudyDefinition, bundle=None) -> FrozenStudy:
                 ids, start, end, special, n_prompt = comp.ids, comp.start, comp.end, comp.special, comp.n_prompt
             else:
                 prompt, completion, stop = s.prompt, s.completion, None
-                ids, start, end, special = _encode(bundle, prompt + completion)
-                n_prompt = _common_prefix(_encode(bundle, prompt)[0].tolist(), ids.tolist())
+                ids, start, end, special = encode(bundle, prompt + completion)
+                n_prompt = _common_prefix(encode(bundle, prompt)[0].tolist(), ids.tolist())
             scores = score_ids(bundle, prompt + completion, ids, start, end, special)
         except InputError as err:
             raise InputError(f"samples[{i}] ({s.id}): {err}") from None
@@ -138,7 +130,7 @@ def _scores_json(s) -> dict:
 
 
 def _scores_from(d: dict, source: str):
-    from .scores import TokenScores
+    from asc.scores import TokenScores
 
     k = d["top_k"]
     return TokenScores(
@@ -170,7 +162,7 @@ def load_frozen(path: str | Path, definition: StudyDefinition) -> FrozenStudy:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InputError(f"{path}: no prepared study: prepare it first (python -m asc.study prepare)") from None
+        raise InputError(f"{path}: no prepared study: prepare it first (python -m asc.study.definition prepare)") from None
     except (OSError, ValueError) as err:
         raise InputError(f"{path.name}: not a readable prepared study ({err}): prepare it again") from None
     if not isinstance(doc, dict) or doc.get("format") != FROZEN_FORMAT:
@@ -190,6 +182,6 @@ def load_frozen(path: str | Path, definition: StudyDefinition) -> FrozenStudy:
 
 def frozen_explanation(sample: FrozenSample):
     """``(Explanation, n_prompt)`` of a frozen sample, rebuilt from its stored scores without a model."""
-    from .explain import explain_scored
+    from asc.explain import explain_scored
 
     return explain_scored(sample.model, sample.scores, sample.language, sample.aggregate), sample.n_prompt

@@ -3,7 +3,7 @@
 :func:`snippet_attention` runs one forward pass with ``output_attentions=True``. SDPA kernels cannot
 return attention weights, so the model is switched to eager attention for that call only, under the
 bundle's lock, and switched back afterwards (nothing is left changed on a shared model). The
-sub-token matrices of every layer are merged to word level right away (:func:`probes.heads.word_attention`):
+sub-token matrices of every layer are merged to word level right away (:func:`probes.codesyntax.heads.word_attention`):
 each model sub-token belongs to the word its characters overlap most (ties: the first word); special
 tokens and tokens overlapping no word are dropped. A sub-token spanning two words (e.g. ``):``) goes
 to one of them, and the other word then has no sub-token of its own (zero row and column).
@@ -13,7 +13,7 @@ than ``max_tokens`` are refused with :class:`asc.errors.InputError`, never trunc
 would lose gold edges silently).
 
 :func:`run_attention` scores every head of a model on a corpus (relations from
-:mod:`probes.relations`, scores and baselines from :mod:`probes.heads`) and writes a run folder::
+:mod:`probes.codesyntax.relations`, scores and baselines from :mod:`probes.codesyntax.heads`) and writes a run folder::
 
     <out>/<model_key>/samples.json   the CodeSyntax-layout labels of the snippets scored (with their split)
     <out>/<model_key>/heads.npz      hit and edge counts per split (HeadScores)
@@ -33,17 +33,17 @@ from pathlib import Path
 import numpy as np
 
 from asc.atomic import write_atomic
+from asc.corpus.runs import run_folders
 from asc.errors import InputError
-
-from .features import model_key
-from .heads import HeadScorer, HeadScores, baseline_scores, split_samples, word_attention
-from .relations import Sample, extract_many
+from probes.codesyntax.heads import HeadScorer, HeadScores, baseline_scores, split_samples, word_attention
+from probes.codesyntax.relations import extract_many
+from probes.codesyntax.samples import Sample
+from probes.features import PROBE_MAX_TOKENS, model_key
 
 __all__ = ["AttentionRun", "attention_job", "attention_runs", "load_attention_run", "relation_table", "run_attention", "snippet_attention", "sub_to_word"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_TOKENS = 512
 
 
 def sub_to_word(sample: Sample, start: np.ndarray, end: np.ndarray, special: np.ndarray) -> np.ndarray:
@@ -65,7 +65,7 @@ def sub_to_word(sample: Sample, start: np.ndarray, end: np.ndarray, special: np.
     return out
 
 
-def snippet_attention(bundle, sample: Sample, *, max_tokens: int = DEFAULT_MAX_TOKENS) -> np.ndarray:
+def snippet_attention(bundle, sample: Sample, *, max_tokens: int = PROBE_MAX_TOKENS) -> np.ndarray:
     """Word-level attention ``(layers, heads, n_words, n_words)`` of ``sample.code`` (see the module doc)."""
     import torch
 
@@ -110,14 +110,14 @@ class AttentionRun:
 
 def run_attention(bundle, codes: Sequence[str], out: str | Path, *, corpus: str = "", spec: str = "",
                   ks: Sequence[int] = range(1, 21),
-                  val_fraction: float = 0.5, seed: int = 0, max_tokens: int = DEFAULT_MAX_TOKENS,
+                  val_fraction: float = 0.5, seed: int = 0, max_tokens: int = PROBE_MAX_TOKENS,
                   on_progress: Callable[[str, int, int], None] | None = None,
                   should_stop: Callable[[], bool] | None = None) -> AttentionRun:
     """Score every head of ``bundle`` on ``codes`` against their relations; write and return the run.
 
     Snippets that do not parse, have no relation edge, or are longer than ``max_tokens`` are skipped
     (counted in ``meta``). The val/test split is over the snippets kept, seeded. Encoders are read
-    from the head's row, decoders from the dependent's row back to the head (:mod:`probes.heads`).
+    from the head's row, decoders from the dependent's row back to the head (:mod:`probes.codesyntax.heads`).
     """
     t0 = time.perf_counter()
     samples = [s for s in extract_many(codes) if any(s.relns.values())]
@@ -162,11 +162,11 @@ def run_attention(bundle, codes: Sequence[str], out: str | Path, *, corpus: str 
 
 
 def attention_job(corpus: str, out: str | Path, *, spec: str = "", limit: int | None = 200, max_lines: int = 40,
-                  seed: int = 0, max_tokens: int = DEFAULT_MAX_TOKENS):
-    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.jobs.JobQueue.submit_call`: loads the corpus
+                  seed: int = 0, max_tokens: int = PROBE_MAX_TOKENS):
+    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.corpus.jobs.JobQueue.submit_call`: loads the corpus
     and runs :func:`run_attention` into ``out``."""
     def call(bundle, on_progress, should_stop) -> None:
-        from asc.corpus import load_corpus
+        from asc.corpus.sources import load_corpus
 
         on_progress("loading corpus", 0, 1)
         codes = [s.source for s in load_corpus(corpus, limit=limit, max_lines=max_lines)]
@@ -181,9 +181,7 @@ def attention_job(corpus: str, out: str | Path, *, spec: str = "", limit: int | 
 
 def attention_runs(root: str | Path) -> list[Path]:
     """Run folders (with meta.json and heads.npz) under ``root``, newest first."""
-    root = Path(root)
-    found = [p for p in root.glob("*") if (p / "meta.json").exists() and (p / "heads.npz").exists()]
-    return sorted(found, key=lambda p: (p / "meta.json").stat().st_mtime, reverse=True)
+    return run_folders(root, "heads.npz")
 
 
 def load_attention_run(folder: str | Path) -> AttentionRun:

@@ -1,6 +1,6 @@
 """INSPECT probing tasks for Python (Karmakar & Robbes, "INSPECT", sections 3 and 5.1), built from snippets.
 
-``build_task(name, snippets, size=1000, seed=0)`` turns Python functions (``asc.corpus.load_corpus``, default
+``build_task(name, snippets, size=1000, seed=0)`` turns Python functions (``asc.corpus.sources.load_corpus``, default
 corpus ``stdlib``) into one of the 15 tasks; ``load_tsv`` reads INSPECT's own files. Every task has balanced
 classes (``size // n_classes`` each; when a class has fewer eligible samples every class shrinks to the rarest
 one's count, with a logged warning kept in ``meta["warnings"]``; fewer than 5 per class is an error), 60/20/20
@@ -81,30 +81,28 @@ sorts labels naturally (numbers as numbers).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 import time
 import tokenize
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .code_labels import (
-    _IDN_CLASSES,
-    _KTX_OF,
+from asc.errors import InputError
+from probes.inspect.labels import (
+    IDN_CLASSES,
     KTX_CLASSES,
+    KTX_OF,
     LEN_BINS,
     NPT_BINS,
-    _function,
-    _tokens,
     code_structures,
+    code_token_list,
     code_tokens,
     decision_points,
+    function_node,
     identifier_kinds,
     max_depth,
     mutate,
@@ -113,11 +111,12 @@ from .code_labels import (
     unique_operators,
     unique_variables,
 )
+from probes.inspect.taskfile import TASK_SPLITS, Task, load_tsv
 
 if TYPE_CHECKING:
-    from asc.corpus import Snippet
+    from asc.corpus.sources import Snippet
 
-__all__ = ["SHORT_CHARS", "SPLITS", "TASK_INFO", "TASK_NAMES", "Task", "build_task", "load_tsv"]
+__all__ = ["SHORT_CHARS", "TASK_INFO", "TASK_NAMES", "TASK_SPLITS", "Task", "build_task", "load_tsv"]
 
 log = logging.getLogger(__name__)
 
@@ -139,108 +138,11 @@ TASK_INFO = {
     "CPX": "Cyclomatic complexity: decision points (McCabe CCN - 1), 0 to 9 (10 classes)",
     "NPT": "NPath complexity, binned 1, 2, 3, 4-6, 7-8, 9-10, 11-15, 16-20, 21-30, 31-100 (10 classes)",
 }
-SPLITS = ("tr", "va", "te")
 SHORT_CHARS = 1200  # functions up to this many characters are sampled first (about 90% of stdlib)
 CONTEXT_LINES = 6
 MIN_PER_CLASS = 5
-TSV_HEADER = "#asc-studio escaped"
 
 _BINARY = ("correct", "mutated")
-
-
-# ---------------------------------------------------------------------------------------------- tasks and TSV
-def _natural_key(label: str) -> list:
-    return [int(c) if i % 2 else c for i, c in enumerate(re.split(r"(\d+)", label))]
-
-
-@dataclass(frozen=True, eq=False)
-class Task:
-    name: str
-    labels: tuple[str, ...]
-    texts: tuple[str, ...]
-    y: np.ndarray
-    split: np.ndarray
-    meta: dict = field(default_factory=dict)
-
-    def __post_init__(self):
-        y = np.array(self.y, dtype=np.int64).reshape(-1)  # copies: the caller's arrays stay writable
-        split = np.array(self.split, dtype="<U2").reshape(-1)
-        texts = tuple(self.texts)
-        if not len(y) == len(split) == len(texts):
-            raise ValueError(f"task {self.name}: {len(texts)} texts, {len(y)} labels, {len(split)} splits")
-        if len(y) and (y.min() < 0 or y.max() >= len(self.labels)):
-            raise ValueError(f"task {self.name}: label index out of range")
-        if not set(split.tolist()) <= set(SPLITS):
-            raise ValueError(f"task {self.name}: splits must be among {SPLITS}")
-        y.flags.writeable = split.flags.writeable = False
-        for key, value in (("labels", tuple(self.labels)), ("texts", texts), ("y", y), ("split", split)):
-            object.__setattr__(self, key, value)
-
-    @property
-    def n(self) -> int:
-        return len(self.texts)
-
-    @property
-    def digest(self) -> str:
-        payload = json.dumps([self.name, list(self.labels), list(self.texts), self.y.tolist(), self.split.tolist()])
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
-
-    def indices(self, split: str) -> np.ndarray:
-        if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
-        return np.flatnonzero(self.split == split)
-
-    def to_tsv(self, path) -> None:
-        """Write ``split<TAB>label<TAB>text`` rows after a ``#asc-studio escaped`` line; see the module doc."""
-        rows = [TSV_HEADER] + [f"{s}\t{_escape(self.labels[c])}\t{_escape(t)}"
-                               for s, c, t in zip(self.split.tolist(), self.y.tolist(), self.texts)]
-        Path(path).write_text("\n".join(rows) + "\n", encoding="utf-8")
-
-
-_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
-_UNESCAPES = {v[1]: k for k, v in _ESCAPES.items()}
-
-
-def _escape(text: str) -> str:
-    return re.sub(r"[\\\n\t\r]", lambda m: _ESCAPES[m.group()], text)
-
-
-def _unescape(text: str) -> str:
-    return re.sub(r"\\([\\ntr])", lambda m: _UNESCAPES[m.group(1)], text)
-
-
-def load_tsv(path, name: str | None = None) -> Task:
-    """Read an INSPECT file (raw) or one written by :meth:`Task.to_tsv` (escaped); malformed rows are skipped."""
-    path = Path(path)
-    lines = path.read_bytes().decode("utf-8-sig").split("\n")  # no newline translation: a CR stays in its row
-    if lines and lines[-1] == "":
-        lines.pop()
-    escaped = bool(lines) and lines[0].rstrip("\r") == TSV_HEADER
-    rows, bad = [], []
-    for lineno, line in enumerate(lines, 1):
-        if escaped and lineno == 1:
-            continue
-        parts = line.rstrip("\r").split("\t", 2)
-        if len(parts) != 3 or parts[0] not in SPLITS or not parts[1] or not parts[2].strip():
-            bad.append(lineno)
-            continue
-        split, label, text = parts
-        rows.append((split, _unescape(label) if escaped else label, _unescape(text) if escaped else text))
-    if not rows:
-        raise ValueError(f"{path}: no valid 'split<TAB>label<TAB>text' row (split in {'/'.join(SPLITS)})")
-    labels = tuple(sorted({r[1] for r in rows}, key=_natural_key))
-    index = {label: i for i, label in enumerate(labels)}
-    warnings = []
-    if bad:
-        warnings.append(f"{path}: skipped {len(bad)} malformed row(s) (wrong field count, unknown split or empty "
-                        f"text), the first at line {bad[0]}")
-        log.warning(warnings[-1])
-    y = np.array([index[r[1]] for r in rows], dtype=np.int64)
-    meta = {"source": str(path), "format": "asc-studio escaped" if escaped else "inspect raw",
-            "skipped_rows": len(bad), "first_bad_line": bad[0] if bad else None, "warnings": warnings,
-            "per_class": {lab: int((y == i).sum()) for i, lab in enumerate(labels)},
-            "per_split": {s: sum(r[0] == s for r in rows) for s in SPLITS}}
-    return Task(name or path.stem.upper(), labels, tuple(r[2] for r in rows), y, np.array([r[0] for r in rows]), meta)
 
 
 # ---------------------------------------------------------------------------------------------- sampling
@@ -260,7 +162,7 @@ class _Builder:
     def __init__(self, name: str, snippets: Sequence[Snippet], size: int, seed: int):
         self.name, self.size, self.rng = name, size, np.random.default_rng(seed)
         self.snippets = [s for s in snippets if getattr(s, "language", "python") == "python"]
-        self.funcs = [_function(s.source) for s in self.snippets]
+        self.funcs = [function_node(s.source) for s in self.snippets]
         self.lengths = [len(s.source) for s in self.snippets]
         unique = {s.source: i for i, s in reversed(list(enumerate(self.snippets)))}  # first of identical sources
         self.ok = [i for i, f in enumerate(self.funcs) if f is not None and unique[self.snippets[i].source] == i]
@@ -273,12 +175,12 @@ class _Builder:
         """Samples per class: size // n_classes, shrunk (with a warning) to the rarest class's availability."""
         want = self.size // n_classes
         if want < MIN_PER_CLASS:
-            raise ValueError(f"task {self.name}: size {self.size} gives {want} sample(s) per class for {n_classes} "
+            raise InputError(f"task {self.name}: size {self.size} gives {want} sample(s) per class for {n_classes} "
                              f"classes; use size >= {MIN_PER_CLASS * n_classes}")
         self.meta["available"] = dict(available)
         k = min([want, *available.values()])
         if k < MIN_PER_CLASS:
-            raise ValueError(f"task {self.name}: only {k} sample(s) for the rarest class ({available}); at least "
+            raise InputError(f"task {self.name}: only {k} sample(s) for the rarest class ({available}); at least "
                              f"{MIN_PER_CLASS} per class are needed: use a bigger corpus such as 'stdlib'")
         if k < want:
             rare = min(available, key=available.get)
@@ -297,7 +199,7 @@ class _Builder:
         split = np.array([r[2] for r in rows], dtype="<U2")
         self.meta.update(labels=list(labels), n=len(rows), warnings=self.warnings,
                          per_class={lab: int((y == c).sum()) for c, lab in enumerate(labels)},
-                         per_split={s: int((split == s).sum()) for s in SPLITS},
+                         per_split={s: int((split == s).sum()) for s in TASK_SPLITS},
                          snippet_ids=[r[3] for r in rows])
         return Task(self.name, tuple(labels), tuple(r[0] for r in rows), y, split, self.meta)
 
@@ -324,7 +226,7 @@ class _Builder:
         want = self.size // 2
         eligible: list[tuple[int, list, list]] = []
         for i in _prefer_short(self.ok, self.lengths, self.rng):
-            toks = _tokens(self.snippets[i].source)
+            toks = code_token_list(self.snippets[i].source)
             sites = mutation_sites(self.name, self.snippets[i].source, toks, self.funcs[i]) if toks else []
             if sites:
                 eligible.append((i, toks, sites))
@@ -345,12 +247,12 @@ class _Builder:
 
     def ktx(self) -> Task:
         labels = tuple(KTX_CLASSES)
-        pools: dict[str, dict[str, str]] = {tok: {} for tok in _KTX_OF}  # token -> text -> snippet id
+        pools: dict[str, dict[str, str]] = {tok: {} for tok in KTX_OF}  # token -> text -> snippet id
         for i in self.ok:
             src = self.snippets[i].source
             line_starts = [0] + [m.end() for m in re.finditer("\n", src)]
-            for t in _tokens(src) or ():
-                if t.string in _KTX_OF and t.kind in (tokenize.NAME, tokenize.OP):
+            for t in code_token_list(src) or ():
+                if t.string in KTX_OF and t.kind in (tokenize.NAME, tokenize.OP):
                     text = src[line_starts[max(t.row - 1 - CONTEXT_LINES, 0)]:t.end]
                     pools[t.string].setdefault(text, self.snippets[i].id)
         want = self.size // len(labels)
@@ -358,13 +260,13 @@ class _Builder:
         for cls in labels:
             toks = [t for t in KTX_CLASSES[cls] if pools[t]]
             if len(toks) < 3:
-                raise ValueError(f"task KTX: class {cls} has {len(toks)} distinct token(s) in the corpus {toks}, "
+                raise InputError(f"task KTX: class {cls} has {len(toks)} distinct token(s) in the corpus {toks}, "
                                  "the split by token needs 3: use a bigger corpus such as 'stdlib'")
             plans[cls], available[cls] = self._token_split(toks, pools, want)
         k = self.per_class(available, len(labels))
         rows = []
         for c, cls in enumerate(labels):
-            for split, n in zip(SPLITS, _split_sizes(k)):
+            for split, n in zip(TASK_SPLITS, _split_sizes(k)):
                 rows += [(text, c, split, sid) for text, sid in self._round_robin(plans[cls][split], pools, n)]
         self.meta["split_tokens"] = plans
         self.meta["notes"] = ["KTX is split by token identity: each class's tokens are assigned to tr/va/te, so "
@@ -380,8 +282,8 @@ class _Builder:
         for _ in range(tries):
             order = [toks[j] for j in self.rng.permutation(n)]
             plan = {"tr": sorted(order[2 * n_va:]), "va": sorted(order[n_va:2 * n_va]), "te": sorted(order[:n_va])}
-            occ = {s: sum(len(pools[t]) for t in plan[s]) for s in SPLITS}
-            cap = next(k for k in range(want, -1, -1) if all(m <= occ[s] for s, m in zip(SPLITS, _split_sizes(k))))
+            occ = {s: sum(len(pools[t]) for t in plan[s]) for s in TASK_SPLITS}
+            cap = next(k for k in range(want, -1, -1) if all(m <= occ[s] for s, m in zip(TASK_SPLITS, _split_sizes(k))))
             if cap > best[1]:
                 best = (plan, cap)
             if cap >= want:
@@ -407,14 +309,14 @@ class _Builder:
                 for name in names:
                     seen[name].add(kind)
                     first.setdefault(name, self.snippets[i].id)
-        pools = {k: sorted(n for n, ks in seen.items() if ks == {k}) for k in _IDN_CLASSES}
+        pools = {k: sorted(n for n, ks in seen.items() if ks == {k}) for k in IDN_CLASSES}
         self.meta["ambiguous_identifiers"] = sum(len(ks) > 1 for ks in seen.values())
-        k = self.per_class({c: len(p) for c, p in pools.items()}, len(_IDN_CLASSES))
+        k = self.per_class({c: len(p) for c, p in pools.items()}, len(IDN_CLASSES))
         rows = []
-        for c, kind in enumerate(_IDN_CLASSES):
+        for c, kind in enumerate(IDN_CLASSES):
             chosen = [pools[kind][j] for j in self.rng.permutation(len(pools[kind]))[:k]]
             rows += [(name, c, s, first[name]) for name, s in zip(chosen, _split_labels(k))]
-        return self.finish(_IDN_CLASSES, rows)
+        return self.finish(IDN_CLASSES, rows)
 
 
 def _split_labels(k: int) -> list[str]:
@@ -433,7 +335,7 @@ def _exact(value: int, lo: int, hi: int) -> str | None:
 def build_task(name: str, snippets: Sequence[Snippet], size: int = 1000, seed: int = 0) -> Task:
     """Build INSPECT task ``name`` from Python ``snippets``: balanced classes, 60/20/20 splits, deterministic."""
     if name not in TASK_NAMES:
-        raise ValueError(f"unknown task {name!r}: valid names are {', '.join(TASK_NAMES)}")
+        raise InputError(f"unknown task {name!r}: valid names are {', '.join(TASK_NAMES)}")
     start = time.perf_counter()
     b = _Builder(name, snippets, size, seed)
     src = [s.source for s in b.snippets]

@@ -90,53 +90,21 @@ from __future__ import annotations
 
 import ast
 import bisect
-import io
-import json
 import logging
-import os
 import re
 import tokenize
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from asc.errors import InputError
 from asc.syntax import byte_to_char
+from probes.codesyntax.samples import RELATIONS, Edge, Sample
+from probes.pytokens import python_tokens
 
-__all__ = [
-    "RELATIONS",
-    "CodeParseError",
-    "Sample",
-    "extract",
-    "extract_many",
-    "read_json",
-    "word_tokens",
-    "write_json",
-]
+__all__ = ["CodeParseError", "extract", "extract_many", "word_tokens"]
 
 logger = logging.getLogger(__name__)
 
-#: The Python relation types of CodeSyntax (reference.md 5), in that order.
-RELATIONS: tuple[str, ...] = (
-    "If:if->else", "If:if->test", "If:if->body", "If:test->body", "If:test->orelse", "If:body->orelse",
-    "Call:func->args", "Call:args->keywords", "Call:func->keywords", "Assign:target->value",
-    "AugAssign:target->value", "While:while->test", "While:while->body", "While:test->body",
-    "For:for->body", "For:for->target", "For:for->iter", "For:target->iter", "For:target->body",
-    "For:iter->body", "BinOp:left->right", "BoolOp:value->value", "Compare:left->comparator",
-    "Try:body->handler", "Try:handler->orelse", "Try:handler->finalbody", "Try:body->orelse",
-    "Try:body->finalbody", "IfExp:body->test", "IfExp:test->orelse", "IfExp:body->orelse",
-    "Attribute:value->attr", "Dict:key->value", "Subscript:value->slice", "Slice:lower->upper",
-    "With:item->body", "ListComp:elt->generator", "SetComp:elt->generator", "GeneratorExp:elt->generator",
-    "DictComp:key->value", "DictComp:key->generator", "DictComp:value->generator",
-    "comprehension:target->iter", "children:parent->child",
-)  # fmt: skip
-
-Edge = tuple[int, int, int]
-
 _DROPPED = {tokenize.ENCODING, tokenize.ENDMARKER, tokenize.NL, tokenize.COMMENT}
-# f-strings (3.12+) and t-strings (3.14+) are split into parts by tokenize; merged back into one token
-_STRING_STARTS = {getattr(tokenize, n) for n in ("FSTRING_START", "TSTRING_START") if hasattr(tokenize, n)}
-_STRING_ENDS = {getattr(tokenize, n) for n in ("FSTRING_END", "TSTRING_END") if hasattr(tokenize, n)}
 _OPEN = frozenset("([{")
 _CLOSE = frozenset(")]}")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -145,16 +113,6 @@ _LONE_CR = re.compile(r"\r(?!\n)")
 
 class CodeParseError(InputError):
     """The code does not parse (or tokenize) as Python; ``__cause__`` is the original error."""
-
-
-def _line_starts(code: str) -> list[int]:
-    """Character offset where each line starts (lines end at "\\n", as ``tokenize`` and ``ast`` count)."""
-    starts = [0]
-    i = code.find("\n")
-    while i >= 0:
-        starts.append(i + 1)
-        i = code.find("\n", i + 1)
-    return starts
 
 
 def _check_code(code: str) -> None:
@@ -169,31 +127,10 @@ def _check_code(code: str) -> None:
 def _raw_tokens(code: str) -> list[tuple[int, str, int, int]]:
     """(type, text, start, end) for every kept token, spans in characters."""
     _check_code(code)
-    starts = _line_starts(code)
-    out: list[tuple[int, str, int, int]] = []
-    depth = 0  # f-string nesting
-    fs_start = 0
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-            s = starts[tok.start[0] - 1] + tok.start[1] if tok.start[0] <= len(starts) else len(code)
-            if tok.type in _STRING_STARTS:
-                if depth == 0:
-                    fs_start = s
-                depth += 1
-                continue
-            if tok.type in _STRING_ENDS:
-                depth -= 1
-                if depth == 0:
-                    e = s + len(tok.string)
-                    out.append((tokenize.STRING, code[fs_start:e], fs_start, e))
-                continue
-            if depth or tok.type in _DROPPED:
-                continue
-            e = s + len(tok.string)  # the text of a token is code[s:e], even across lines
-            out.append((tok.type, tok.string, s, e))
+        return [(t.kind, t.string, t.start, t.end) for t in python_tokens(code) if t.kind not in _DROPPED]
     except (tokenize.TokenError, SyntaxError) as exc:
         raise CodeParseError(f"cannot tokenize the code: {exc}") from exc
-    return out
 
 
 def word_tokens(code: str) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...]]:
@@ -354,123 +291,6 @@ class _Labeller:
             self.span("comprehension:target->iter", f(node.target), node.iter)
 
 
-@dataclass(frozen=True)
-class Sample:
-    """One labelled snippet. ``relns`` has every name of :data:`RELATIONS` (empty tuple when none)."""
-
-    code: str
-    tokens: tuple[str, ...]
-    spans: tuple[tuple[int, int], ...]
-    relns: dict[str, tuple[Edge, ...]]
-
-    def to_json(self) -> dict[str, Any]:
-        """The authors' layout (plus ``spans``); relations without edges are left out, as they did."""
-        return {
-            "code": self.code,
-            "tokens": list(self.tokens),
-            "spans": [list(s) for s in self.spans],
-            "relns": {name: [list(e) for e in edges] for name, edges in self.relns.items() if edges},
-        }
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any], *, index: int | None = None) -> Sample:
-        """Read one dict of a CodeSyntax-layout file; ``spans`` is optional. Raises ValueError when invalid."""
-        label = f"sample {index}" if index is not None else "sample"
-        if isinstance(d, Mapping) and "id" in d:
-            label += f" (id {d['id']!r})"
-
-        def bad(field: str, why: str) -> ValueError:
-            return ValueError(f"{label}: field {field!r}: {why}")
-
-        if not isinstance(d, Mapping):
-            raise ValueError(f"{label}: expected a JSON object, got {type(d).__name__}")
-        code, tokens = d.get("code"), d.get("tokens")
-        if not isinstance(code, str):
-            raise bad("code", "missing or not a string")
-        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
-            raise bad("tokens", "missing or not a list of strings")
-        n = len(tokens)
-        if d.get("spans") is None:
-            spans = _locate(code, tokens, label)
-        else:
-            raw = d["spans"]
-            if not isinstance(raw, list) or len(raw) != n:
-                raise bad("spans", f"expected a list of {n} [start, end] pairs")
-            spans = []
-            for i, sp in enumerate(raw):
-                if not (_is_ints(sp, 2) and 0 <= sp[0] <= sp[1] <= len(code)):
-                    raise bad(f"spans[{i}]", f"{sp!r} is not a [start, end] pair inside the code")
-                if code[sp[0] : sp[1]] != tokens[i]:
-                    raise bad(f"spans[{i}]", f"code[{sp[0]}:{sp[1]}] is not the token {tokens[i]!r}")
-                spans.append((sp[0], sp[1]))
-        relns_in = d.get("relns", {})
-        if not isinstance(relns_in, Mapping):
-            raise bad("relns", "not an object")
-        relns: dict[str, tuple[Edge, ...]] = {name: () for name in RELATIONS}
-        for name, edges in relns_in.items():
-            if not isinstance(edges, list):
-                raise bad(f"relns[{name!r}]", "not a list of [head, dep_first, dep_last]")
-            checked = []
-            for k, e in enumerate(edges):
-                if not (_is_ints(e, 3) and 0 <= e[0] < e[1] <= e[2] < n):
-                    raise bad(
-                        f"relns[{name!r}][{k}]",
-                        f"{e!r} is not [head, dep_first, dep_last] with "
-                        f"0 <= head < dep_first <= dep_last < {n} (the number of tokens)",
-                    )
-                checked.append((e[0], e[1], e[2]))
-            relns[name] = tuple(checked)
-        return cls(code=code, tokens=tuple(tokens), spans=tuple(spans), relns=relns)
-
-
-def _is_ints(x: Any, size: int) -> bool:
-    return (
-        isinstance(x, (list, tuple))
-        and len(x) == size
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in x)
-    )
-
-
-_GAP = re.compile(r"(?:[ \t\f]|\\\r?\n)*")  # spaces and line continuations between tokens on a line
-_GAP_COMMENTS = re.compile(r"(?:\s|\\\r?\n|#[^\r\n]*)*")  # ... plus line breaks and comments (dropped tokens)
-
-
-def _locate(code: str, tokens: Sequence[str], label: str) -> list[tuple[int, int]]:
-    """Spans for tokens read without them: each token is looked for in order after the previous one.
-
-    A token is expected right after spaces (then after blank lines and comments, which our files
-    drop); failing that, at its next occurrence. An empty token (DEDENT, ENDMARKER, NEWLINE at the
-    end of the code) is placed where the next non-empty token starts, as ``tokenize`` places DEDENT.
-    """
-    spans: list[tuple[int, int]] = []
-    pending = 0  # empty tokens waiting for the next token's start
-    pos = 0
-    for i, tok in enumerate(tokens):
-        if not tok:
-            pending += 1
-            continue
-        if tok.isspace() and "\n" not in tok and "\r" not in tok:  # INDENT: whitespace opening a line
-            m = re.compile(r"(?m)^" + re.escape(tok) + r"(?=[^\s#])").search(code, pos)
-            start = m.start() if m else code.find(tok, pos)
-        else:
-            start = -1
-            for gap in (_GAP, _GAP_COMMENTS):
-                p = gap.match(code, pos).end()
-                if code.startswith(tok, p):
-                    start = p
-                    break
-            if start < 0:
-                start = code.find(tok, pos)
-        if start < 0:
-            raise ValueError(f"{label}: field 'tokens[{i}]': token {tok!r} not found in the code after offset {pos}")
-        spans.extend([(start, start)] * pending)
-        pending = 0
-        pos = start + len(tok)
-        spans.append((start, pos))
-    spans.extend([(pos, pos)] * pending)
-    return spans
-
-
 def extract(code: str) -> Sample:
     """Word tokens and CodeSyntax edges of ``code``. Raises :class:`CodeParseError` (a ValueError)."""
     _check_code(code)
@@ -508,19 +328,3 @@ def extract_many(codes: Iterable[str], *, skip_errors: bool = True) -> list[Samp
             first_msg,
         )
     return samples
-
-
-def write_json(samples: Iterable[Sample], path: str | os.PathLike[str]) -> None:
-    """A JSON list of :meth:`Sample.to_json` dicts with an ``id`` (their position), like CodeSyntax."""
-    data = [{"id": i, **s.to_json()} for i, s in enumerate(samples)]
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(data, fh)
-
-
-def read_json(path: str | os.PathLike[str]) -> list[Sample]:
-    """Samples of a CodeSyntax-layout JSON file (ours or the published one, which has no spans)."""
-    with open(path, encoding="utf-8") as fh:
-        data = json.load(fh)
-    if not isinstance(data, list):
-        raise ValueError(f"{os.fspath(path)}: expected a JSON list of samples, got {type(data).__name__}")
-    return [Sample.from_json(d, index=i) for i, d in enumerate(data)]

@@ -1,6 +1,5 @@
-"""Comparisons: corpus-level AsC-Eval per model (paper Table I, Fig. 3, Fig. 6) and one snippet across models.
+"""Corpus-level AsC-Eval per model from run folders (:mod:`asc.corpus.runs`): paper Table I, Fig. 3, Fig. 6.
 
-Corpus level (from run folders, :mod:`asc.runs`):
 
 * :func:`summary_table`: one row per (model, category) with the bootstrapped median of node
   values, its 95% interval and the node/snippet counts; ``Global`` covers every categorized node.
@@ -10,24 +9,19 @@ Corpus level (from run folders, :mod:`asc.runs`):
 * :func:`difference_table`: model A minus model B per category and per node type (medians of node
   values; a difference of a model with itself is exactly 0).
 
-Snippet level: every model's tokens map onto the same tree (the tree depends on the text, not on
-the tokenizer), so :func:`compare_snippet` can subtract node values of two models node by node.
+The bootstrap of Table I lives in :func:`category_table` only; :func:`summary_table` stacks it per run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-import numpy as np
+from asc.concepts import GLOBAL, bootstrap_median
+from asc.corpus.runs import RunData
+from asc.errors import InputError
 
-from .concepts import GLOBAL, bootstrap_median
-from .errors import InputError
-from .explain import Explanation
-from .runs import RunData
-
-__all__ = ["summary_table", "wide_table", "type_table", "difference_table", "SnippetComparison", "compare_snippet",
-           "run_label", "run_labels"]
+__all__ = ["category_table", "summary_table", "wide_table", "type_table", "difference_table", "run_label",
+           "run_labels"]
 
 
 def run_label(run: RunData) -> str:
@@ -46,22 +40,34 @@ def _valued(run: RunData):
     return nodes[nodes["value"].notna()]
 
 
+def category_table(nodes, categories: Sequence[str], n_boot: int = 500, seed: int = 0, ci: float = 0.95):
+    """Paper Table I for one run: per category (and ``Global`` over every categorized node) the
+    bootstrapped median of node values, its interval, and how many nodes/snippets it rests on."""
+    import pandas as pd
+
+    valued = nodes[nodes["category"].notna() & nodes["value"].notna()]
+    rows = []
+    for name in [GLOBAL, *categories]:
+        sub = valued if name == GLOBAL else valued[valued["category"] == name]
+        med, lo, hi, std = bootstrap_median(sub["value"].to_numpy(), n_boot=n_boot, seed=seed, ci=ci)
+        rows.append({"category": name, "median": med, "ci_low": lo, "ci_high": hi, "boot_std": std,
+                     "n_nodes": len(sub), "n_snippets": int(sub["snippet_id"].nunique())})
+    return pd.DataFrame(rows)
+
+
 def summary_table(runs: Sequence[RunData], categories: Sequence[str], n_boot: int = 500, seed: int = 0,
                   ci: float = 0.95):
     """Long Table I: model, corpus, category, median, ci_low, ci_high, boot_std, n_nodes, n_snippets."""
     import pandas as pd
 
-    rows = []
+    frames = []
     for run, label in zip(runs, run_labels(runs)):
-        valued = _valued(run)
-        valued = valued[valued["category"].notna()]
-        for name in [GLOBAL, *categories]:
-            sub = valued if name == GLOBAL else valued[valued["category"] == name]
-            med, lo, hi, std = bootstrap_median(sub["value"].to_numpy(), n_boot=n_boot, seed=seed, ci=ci)
-            rows.append({"model": label, "corpus": run.meta["settings"].get("corpus", ""), "category": name,
-                         "median": med, "ci_low": lo, "ci_high": hi, "boot_std": std, "n_nodes": len(sub),
-                         "n_snippets": int(sub["snippet_id"].nunique())})
-    return pd.DataFrame(rows)
+        table = category_table(run.nodes, categories, n_boot=n_boot, seed=seed, ci=ci)
+        table.insert(0, "corpus", run.meta["settings"].get("corpus", ""))
+        table.insert(0, "model", label)
+        frames.append(table)
+    columns = ["model", "corpus", "category", "median", "ci_low", "ci_high", "boot_std", "n_nodes", "n_snippets"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
 def wide_table(summary):
@@ -112,46 +118,3 @@ def difference_table(run_a: RunData, run_b: RunData, level: str = "category"):
     else:  # Global first, then the categories
         table = table.sort_values("category", key=lambda c: c != GLOBAL, kind="stable")
     return table.reset_index(drop=True)
-
-
-@dataclass(frozen=True)
-class SnippetComparison:
-    """Several models' AsC-Eval of one snippet on the shared tree. ``values`` has shape (M, N)."""
-
-    models: tuple[str, ...]
-    explanations: tuple[Explanation, ...]
-    values: np.ndarray
-
-    def difference(self, a: int = 0, b: int = 1) -> np.ndarray:
-        """(N,) node values of model ``a`` minus model ``b`` (NaN where either has none)."""
-        return self.values[a] - self.values[b]
-
-    def disagreements(self, a: int = 0, b: int = 1, k: int = 15, named_only: bool = True):
-        """The ``k`` nodes with the largest |A - B|, with both values and the node's text."""
-        import pandas as pd
-
-        ex = self.explanations[0]
-        t = ex.tree
-        diff = self.difference(a, b)
-        rows = [{"id": i, "type": t.type[i], "category": ex.node_category[i], self.models[a]: self.values[a, i],
-                 self.models[b]: self.values[b, i], "difference": diff[i], "text": t.text(i)[:60]}
-                for i in range(t.n_nodes) if not np.isnan(diff[i]) and (t.named[i] or not named_only)]
-        table = pd.DataFrame(rows)
-        if table.empty:
-            return table
-        return table.reindex(table["difference"].abs().sort_values(ascending=False).index).head(k).reset_index(drop=True)
-
-
-def compare_snippet(explanations: Sequence[Explanation], models: Sequence[str] | None = None) -> SnippetComparison:
-    """Stack several models' explanations of the same source (same text, language) node by node."""
-    if len(explanations) < 2:
-        raise InputError("compare at least two models")
-    first = explanations[0]
-    for ex in explanations[1:]:
-        if ex.source != first.source or ex.tree.language != first.tree.language:
-            raise InputError("every model must explain the same text in the same language")
-    names = tuple(models or (ex.model.get("name", f"model {i}") for i, ex in enumerate(explanations)))
-    if len(set(names)) != len(names):
-        names = tuple(f"{n} ({i + 1})" for i, n in enumerate(names))
-    return SnippetComparison(models=names, explanations=tuple(explanations),
-                             values=np.stack([ex.values for ex in explanations]))

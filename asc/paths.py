@@ -1,0 +1,100 @@
+"""Every ``ASC_*`` environment variable and every default folder, read in one place.
+
+Other modules ask here instead of reading ``os.environ`` (a test in ``tests/test_architecture.py``
+enforces it). Functions, not constants: the environment is read when asked, so a test or a server
+that sets a variable before use is honoured.
+
+| variable | meaning | default |
+|---|---|---|
+| ``ASC_RUNS_DIR`` | corpus runs, probe results, attention runs, the study's files | ``<app>/runs`` |
+| ``ASC_CACHE_DIR`` | de-quantized GGUF weights | ``$XDG_CACHE_HOME/asc-studio`` or ``~/.cache/asc-studio`` |
+| ``ASC_MODEL`` | the model the app starts on | ``smollm2-135m`` |
+| ``ASC_STUDY_MODE`` | ``1``: serve only the user study | off |
+| ``ASC_STUDY`` | the study file | ``assets/studies/astxplainer.yaml`` |
+| ``ASC_STUDY_DIR`` | the study's frozen file and SQLite database | ``<runs>/study`` |
+| ``ASC_STUDY_DB`` | the study's database (any SQLAlchemy URL) | SQLite in ``ASC_STUDY_DIR`` |
+| ``ASC_STUDY_PASSWORD`` | the researcher password of the results page | not set: page locked |
+
+Relative folders are taken relative to the app's folder (``APP_ROOT``), not to the working
+directory, so ``make app``, the CLI and the tests agree on where runs live.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = [
+    "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "cache_dir",
+    "default_model", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
+]
+
+APP_ROOT = Path(__file__).resolve().parent.parent
+ASSETS = APP_ROOT / "assets"
+CATEGORIES_DIR = ASSETS / "categories"
+EXAMPLES_DIR = ASSETS / "examples"
+DEFAULT_STUDY = ASSETS / "studies" / "astxplainer.yaml"
+
+
+def _env(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def _folder(value: str) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else APP_ROOT / path
+
+
+def runs_dir() -> Path:
+    """Where corpus runs, probe results and attention runs live: ``$ASC_RUNS_DIR`` or ``<app>/runs``."""
+    return _folder(_env("ASC_RUNS_DIR") or "runs")
+
+
+def layers_dir() -> Path:
+    """Where the Layer heatmaps page keeps probe results: ``<runs>/layers``."""
+    return runs_dir() / "layers"
+
+
+def attention_dir() -> Path:
+    """Where the Attention maps page keeps its runs: ``<runs>/attention``."""
+    return runs_dir() / "attention"
+
+
+def cache_dir() -> Path:
+    """Where de-quantized GGUF weights are kept: ``$ASC_CACHE_DIR`` or ``~/.cache/asc-studio``."""
+    if _env("ASC_CACHE_DIR"):
+        return Path(_env("ASC_CACHE_DIR")).expanduser()
+    return Path(_env("XDG_CACHE_HOME") or Path.home() / ".cache") / "asc-studio"
+
+
+def default_model() -> str:
+    """The model the app starts on: ``$ASC_MODEL`` (tests use ``tiny-random``) or the embedded default."""
+    from asc.models import DEFAULT_MODEL
+
+    return _env("ASC_MODEL") or DEFAULT_MODEL
+
+
+def study_mode() -> bool:
+    """``ASC_STUDY_MODE=1``: the app serves only the participant page (no sidebar, no navigation)."""
+    return _env("ASC_STUDY_MODE").lower() not in ("", "0", "false", "no")
+
+
+def study_file() -> Path:
+    """The study the app serves: ``$ASC_STUDY`` or the paper's design shipped in ``assets/studies``."""
+    return Path(_env("ASC_STUDY")).expanduser() if _env("ASC_STUDY") else DEFAULT_STUDY
+
+
+def study_dir() -> Path:
+    """Folder of the study's frozen file and SQLite database: ``$ASC_STUDY_DIR`` or ``<runs>/study``."""
+    return _folder(_env("ASC_STUDY_DIR")) if _env("ASC_STUDY_DIR") else runs_dir() / "study"
+
+
+def study_db_url() -> str:
+    """The study's database URL from ``$ASC_STUDY_DB`` (any SQLAlchemy URL); "" = the default SQLite file
+    in :func:`study_dir` (:func:`asc.study.store.default_url` builds it)."""
+    return _env("ASC_STUDY_DB")
+
+
+def study_password() -> str:
+    """The researcher password from ``$ASC_STUDY_PASSWORD`` ("" = not set; the app also reads its secrets)."""
+    return os.environ.get("ASC_STUDY_PASSWORD", "")

@@ -1,0 +1,23 @@
+"""AsC-Viz: pure figure builders (results in, plotly figures or HTML strings out; nothing computed).
+
+- :mod:`asc.viz.colors`: the shared red-to-blue value scale and model palette;
+- :mod:`asc.viz.layout`: the tree layout (node positions, folding) of a syntax tree;
+- :mod:`asc.viz.snippet`: one snippet's tree, sequence view and category bars;
+- :mod:`asc.viz.corpus`: corpus-level figures (Table I bars, distributions, treemap, differences);
+- :mod:`asc.viz.causal`: AsC-Causal's graph and treatment scatter;
+- :mod:`asc.viz.html`: offline HTML exports.
+"""
+
+from asc.viz.causal import causal_graph_figure, treatment_scatter
+from asc.viz.colors import COLORSCALE, MODEL_COLORS, NO_VALUE, value_color
+from asc.viz.corpus import category_bars, concept_treemap, difference_bars, styled_table, value_distribution
+from asc.viz.html import figure_html, standalone_html
+from asc.viz.layout import TREE_VIEWS, TreeLayout, tree_layout
+from asc.viz.snippet import category_figure, node_label, sequence_html, tree_figure
+
+__all__ = [
+    "COLORSCALE", "MODEL_COLORS", "NO_VALUE", "TREE_VIEWS", "TreeLayout", "category_bars", "category_figure",
+    "causal_graph_figure", "concept_treemap", "difference_bars", "figure_html", "node_label", "sequence_html",
+    "standalone_html", "styled_table", "treatment_scatter", "tree_figure", "tree_layout", "value_color",
+    "value_distribution",
+]

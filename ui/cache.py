@@ -1,0 +1,143 @@
+"""Cached models and results, shared by every session of the app process.
+
+Caching rules (reference.md section 8):
+
+* the model is a ``st.cache_resource`` shared by every session, one model at a time
+  (``max_entries=1``: choosing another model evicts and frees the previous one). The backend never
+  mutates it and serializes forward passes with the bundle's lock, so concurrent sessions cannot
+  corrupt each other's results;
+* results are ``st.cache_data`` keyed by (model, text, settings): re-renders, node clicks and page
+  switches that do not change the text or the model reuse them without touching the model;
+* run folders are keyed by their path and a stamp that changes when a part is added, so a growing
+  run refreshes while a finished one is read once.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from asc import Explanation, explain, load_model
+from asc.concepts import load_categories
+from asc.corpus.runs import RunData, load_run, run_title
+from asc.corpus.summary import summary_table
+from asc.generate import Completion, complete, explain_completion
+from asc.models import ModelBundle
+
+log = logging.getLogger("asc.ui")
+CAUSAL_KEEP = 16  # causal tables kept (oldest dropped first): a long-running app must not grow without bound
+
+
+def _release(bundle: ModelBundle) -> None:
+    log.info("releasing model %s", getattr(bundle, "name", bundle))
+    gc.collect()
+
+
+@st.cache_resource(max_entries=1, show_spinner=False, on_release=_release)
+def get_bundle(spec: str, trust_remote_code: bool = False) -> ModelBundle:
+    return load_model(spec, trust_remote_code=trust_remote_code)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_explain(spec: str, trust_remote_code: bool, source: str, language: str, aggregate: str) -> Explanation:
+    return explain(get_bundle(spec, trust_remote_code), source, language=language, aggregate=aggregate)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_complete(spec: str, trust_remote_code: bool, prompt: str, max_new_tokens: int, temperature: float,
+                    top_p: float, seed: int, language: str, aggregate: str) -> tuple[Completion, Explanation]:
+    bundle = get_bundle(spec, trust_remote_code)
+    comp = complete(bundle, prompt, max_new_tokens, temperature=temperature, top_p=top_p, seed=seed,
+                    language=language)
+    return comp, explain_completion(bundle, comp, language=language, aggregate=aggregate)
+
+
+def _stamp(path: Path) -> float:
+    """Changes whenever a run gains a chunk (so cached tables of a growing run refresh)."""
+    parts = list((path / "snippets").glob("part-*.parquet"))
+    return max([p.stat().st_mtime for p in parts] + [(path / "meta.json").stat().st_mtime])
+
+
+@st.cache_resource(max_entries=12, show_spinner=False)
+def _run(path: str, stamp: float) -> RunData:
+    # cache_resource, not cache_data: large frames are shared read-only instead of unpickled per rerun
+    return load_run(path, tables=("snippets", "nodes", "concepts"))
+
+
+def cached_run(path: Path) -> RunData:
+    return _run(str(path), _stamp(path))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _summary(paths: tuple[str, ...], stamps: tuple[float, ...], categories: tuple[str, ...], n_boot: int,
+             seed: int) -> Any:
+    return summary_table([_run(p, s) for p, s in zip(paths, stamps)], categories, n_boot=n_boot, seed=seed)
+
+
+def cached_summary(paths: list[Path], categories: tuple[str, ...], n_boot: int, seed: int) -> Any:
+    return _summary(tuple(map(str, paths)), tuple(_stamp(p) for p in paths), categories, n_boot, seed)
+
+
+@st.cache_resource(show_spinner=False)
+def _causal_store() -> dict:
+    return {}
+
+
+def causal_result(path: Path, min_snippets: int, simulations: int, seed: int) -> tuple[Any, Any]:
+    """AsC-Causal of a run, cached by (results folder state, settings); shows progress while computing."""
+    from asc.causal import causal_table, snippet_table, treatments_of
+
+    key = (str(path), _stamp(path), min_snippets, simulations, seed)
+    store = _causal_store()
+    if key not in store:
+        run = _run(str(path), _stamp(path))
+        language = str(run.snippets["language"].iloc[0]) if len(run.snippets) else "python"
+        table = snippet_table(run)
+        treatments = treatments_of(load_categories(language))
+        bar = st.progress(0.0, text=f"Estimating effects for {run_title(path)}")
+        result = causal_table(table, treatments, min_snippets=min_snippets, seed=seed, simulations=simulations,
+                              on_progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t} treatments"))
+        bar.empty()
+        store[key] = (table, result)
+        while len(store) > CAUSAL_KEEP:  # dicts keep insertion order: drop the oldest
+            store.pop(next(iter(store)))
+    return store[key]
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _probe_results(path: str, stamp: float) -> list:
+    from probes.inspect.layers import load_results
+
+    return load_results(path)
+
+
+def probe_results(path: Path) -> list:
+    """Every probe result under ``path``, re-read whenever a result file is added or rewritten."""
+    stamps = [p.stat().st_mtime for p in path.glob("*/*.json")] if path.is_dir() else []
+    return _probe_results(str(path), max(stamps, default=0.0) + len(stamps))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _attention_run(path: str, stamp: float) -> Any:
+    from probes.codesyntax.attention import load_attention_run
+
+    return load_attention_run(path)
+
+
+def attention_run(path: Path) -> Any:
+    return _attention_run(str(path), (path / "meta.json").stat().st_mtime)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def snippet_attention(spec: str, code: str) -> tuple:
+    """Word-level attention of one snippet ``(layers, heads, words, words)`` and its labels, kept server-side:
+    pages send only the chosen head's matrix to the browser."""
+    from probes.codesyntax.attention import snippet_attention as attend
+    from probes.codesyntax.relations import extract
+
+    sample = extract(code)
+    return sample, attend(get_bundle(spec), sample)

