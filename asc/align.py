@@ -2,7 +2,7 @@
 
 Spans are character offsets on both sides (the byte->char conversion happened once, in
 :mod:`asc.syntax`). The binding follows ASTxplainer (section III-B and the authors' code,
-reference.md section 3): a token counts for **every node its span overlaps, ancestors included**.
+as the ASTxplainer authors' code does): a token counts for **every node its span overlaps, ancestors included**.
 
 The three cases the paper leaves implicit are options of :class:`AlignOptions`; defaults follow the
 paper's code:

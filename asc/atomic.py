@@ -15,7 +15,7 @@ from pathlib import Path
 __all__ = ["write_atomic"]
 
 
-def write_atomic(path: str | Path, write: Callable[[Path], object]) -> Path:
+def write_atomic(path: str | os.PathLike[str], write: Callable[[Path], object]) -> Path:
     """Call ``write(tmp)`` then rename ``tmp`` to ``path``; the folder is created, a failed write leaves nothing.
 
     The temporary name keeps ``path``'s suffix, so writers that append one (``np.save``) do not rename it.

@@ -9,7 +9,7 @@ For each treatment: Pearson r (with p-values) against the outcome and each confo
 average treatment effect p(Y | do(T)) estimated with dowhy from an explicit graph (Z -> T, Z -> Y,
 T -> Y), backdoor identification and linear regression (the effect is per unit of T, i.e. from a
 concept value of 0 to 1), with its confidence interval and three refuters, run the way that makes
-them informative (reference.md section 4):
+them informative (dowhy 0.14 behaviour, checked here):
 
 * placebo: the treatment is *permuted* (a constant placebo makes the fit degenerate);
 * random common cause: a random confounder is added;
@@ -155,6 +155,27 @@ def estimate(data, treatment: str, outcome: str = OUTCOME, confounders: Sequence
     return out
 
 
+def _treatment_row(data, treatment: str, min_snippets: int, seed: int, simulations: int) -> dict:
+    """One row of Table II: correlations, and the refuted effect when there is enough data."""
+    row: dict = {"treatment": treatment}
+    if treatment not in data.columns:
+        row.update(n=0, status="not enough data (absent from every snippet)")
+        return row
+    present = data.dropna(subset=[treatment, OUTCOME])
+    row["n"] = len(present)
+    for z in CONFOUNDERS:
+        sub = present.dropna(subset=[z])
+        row[f"r_{z}"], row[f"p_{z}"] = _pearson(sub[treatment].to_numpy(float), sub[z].to_numpy(float))
+    row["r_loss"], row["p_loss"] = _pearson(present[treatment].to_numpy(float), present[OUTCOME].to_numpy(float))
+    complete = present.dropna(subset=list(CONFOUNDERS))
+    if len(complete) < min_snippets or complete[treatment].std() == 0:
+        row["status"] = f"not enough data ({len(complete)} snippets; at least {min_snippets} needed)"
+    else:
+        row.update(estimate(complete, treatment, seed=seed, simulations=simulations))
+        row["status"] = "estimated"
+    return row
+
+
 def causal_table(data, treatments: Sequence[str], min_snippets: int = MIN_SNIPPETS, seed: int = 0,
                  simulations: int = 50, on_progress: Callable[[int, int], None] | None = None):
     """Table II: per treatment, Pearson r with each confounder and the loss, and the refuted ATE."""
@@ -162,24 +183,7 @@ def causal_table(data, treatments: Sequence[str], min_snippets: int = MIN_SNIPPE
 
     rows = []
     for k, treatment in enumerate(treatments):
-        row: dict = {"treatment": treatment}
-        if treatment not in data.columns:
-            row.update(n=0, status="not enough data (absent from every snippet)")
-            rows.append(row)
-            continue
-        present = data.dropna(subset=[treatment, OUTCOME])
-        row["n"] = len(present)
-        for z in CONFOUNDERS:
-            sub = present.dropna(subset=[z])
-            row[f"r_{z}"], row[f"p_{z}"] = _pearson(sub[treatment].to_numpy(float), sub[z].to_numpy(float))
-        row["r_loss"], row["p_loss"] = _pearson(present[treatment].to_numpy(float), present[OUTCOME].to_numpy(float))
-        complete = present.dropna(subset=list(CONFOUNDERS))
-        if len(complete) < min_snippets or complete[treatment].std() == 0:
-            row["status"] = f"not enough data ({len(complete)} snippets; at least {min_snippets} needed)"
-        else:
-            row.update(estimate(complete, treatment, seed=seed, simulations=simulations))
-            row["status"] = "estimated"
-        rows.append(row)
-        if on_progress is not None:
+        rows.append(_treatment_row(data, treatment, min_snippets, seed, simulations))
+        if on_progress is not None:  # every treatment counts, absent ones too
             on_progress(k + 1, len(treatments))
     return pd.DataFrame(rows)

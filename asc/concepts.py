@@ -8,7 +8,7 @@ Three levels, each documented where it is computed:
   unseeded bootstrap means per node; we follow the paper's definition, which is deterministic.)
 * **snippet**: per node type and per category, theta over the values of the snippet's nodes of that
   type/category, so every node weighs the same as in the corpus-level figures. An absent concept is
-  missing (NaN / null), not 0 (reference.md section 3 names the authors' 0-coding as a bias).
+  missing (NaN / null), not 0 (the ASTxplainer authors' code coded it 0, which biases the averages).
 * **corpus**: per category (and the global value over every categorized node), the median of node
   values with a seeded percentile bootstrap (500 resamples, 95% interval by default).
 
@@ -129,14 +129,14 @@ def bootstrap_median(values: np.ndarray, n_boot: int = 500, seed: int = 0, ci: f
         return (np.nan, np.nan, np.nan, np.nan)
     rng = np.random.default_rng(seed)
     per_chunk = max(1, max_chunk // len(v))
-    meds = []
+    chunks: list[np.ndarray] = []
     done = 0
     while done < n_boot:
         k = min(per_chunk, n_boot - done)
         idx = rng.integers(0, len(v), size=(k, len(v)))
-        meds.append(np.median(v[idx], axis=1))
+        chunks.append(np.median(v[idx], axis=1))
         done += k
-    meds = np.concatenate(meds)
+    meds = np.concatenate(chunks)
     alpha = (1 - ci) / 2
     lo, hi = np.quantile(meds, [alpha, 1 - alpha])
     return float(np.median(meds)), float(lo), float(hi), float(meds.std())

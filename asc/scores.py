@@ -189,8 +189,9 @@ def _forward_rows(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]], k: in
     return out
 
 
-def score_ids(bundle: ModelBundle, source: str, ids: Sequence[int], start: Sequence[int], end: Sequence[int],
-              special: Sequence[bool] | None = None, *, max_window: int | None = None) -> TokenScores:
+def score_ids(bundle: ModelBundle, source: str, ids: Sequence[int] | np.ndarray, start: Sequence[int] | np.ndarray,
+              end: Sequence[int] | np.ndarray, special: Sequence[bool] | np.ndarray | None = None, *,
+              max_window: int | None = None) -> TokenScores:
     """Score an exact id sequence (e.g. generated tokens) whose character offsets into ``source`` are known."""
     bundle.require_causal()
     ids = np.asarray(ids, dtype=np.int64)

@@ -41,7 +41,6 @@ for label, (_, result) in results.items():
     shown = result[[c for c in cols if c in result.columns]].copy()
     shown.insert(0, "model", label)
     frames.append(shown)
-combined = pd.concat(frames, ignore_index=True)
 st.subheader("Table II")
 if len(results) == 2:  # side by side: one column block per model
     a, b = (f.set_index("treatment").drop(columns="model") for f in frames)

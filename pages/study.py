@@ -24,7 +24,7 @@ except AscError as err:
 st.title(definition.title)
 if frozen is None:
     st.info("This study is not open yet: the researcher prepares it on the Study results page "
-            "(or with `python -m asc.study.definition prepare`).")
+            "(or with `python -m asc.study prepare`).")
     st.stop()
 
 code = st.query_params.get("code") or st.session_state.get("study_code")

@@ -8,7 +8,7 @@ with ``output_hidden_states=True`` and pools each layer's token states into one 
 - ``mean``: the mean over the sample's tokens (special tokens included, as sentence encoders do);
 - ``first``: the first token, i.e. ``[CLS]`` for BERT-style encoders (the encoders' default). The
   tokenizer's own special tokens are used; unlike INSPECT's extractor we never prefix a literal
-  ``"[CLS]"`` string (reference.md 6).
+  ``"[CLS]"`` string (as the INSPECT authors' code does).
 
 The result has shape ``(n_samples, n_layers + 1, hidden)`` with layer 0 the embeddings. Samples
 longer than ``max_tokens`` are truncated: ``last`` keeps the tail (the summarised token stays the

@@ -1,6 +1,6 @@
 """Cached models and results, shared by every session of the app process.
 
-Caching rules (reference.md section 8):
+Caching rules (checked on Streamlit 1.67):
 
 * the model is a ``st.cache_resource`` shared by every session, one model at a time
   (``max_entries=1``: choosing another model evicts and frees the previous one). The backend never

@@ -25,6 +25,7 @@ from pathlib import Path
 from asc.corpus.runs import run_corpus
 from asc.corpus.sources import load_corpus
 from asc.errors import AscError
+from asc.models import ModelBundle
 
 __all__ = ["Job", "JobKind", "JobQueue", "run_folder"]
 
@@ -83,7 +84,7 @@ class Job:
 class JobQueue:
     """Corpus runs executed one at a time by a daemon thread started on the first submit."""
 
-    def __init__(self, load: Callable[[str], object]):
+    def __init__(self, load: Callable[[str], ModelBundle]) -> None:
         self._load = load  # model spec -> ModelBundle (the app passes its cached loader)
         self._queue: queue.Queue[Job] = queue.Queue()
         self._jobs: list[Job] = []
@@ -96,7 +97,7 @@ class JobQueue:
                              out=run_folder(root, model, corpus, limit), batch_size=batch_size)
 
     def submit_call(self, kind: JobKind, model: str, label: str, out: str | Path,
-                    call: Callable[[object, Callable[[str, int, int], None], Callable[[], bool]], None]) -> Job:
+                    call: Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None]) -> Job:
         """Queue ``call(bundle, on_progress(stage, done, total), should_stop)`` for the model ``model``."""
         return self._enqueue(kind=JobKind(kind), model=model, corpus=label, limit=None, out=Path(out), call=call)
 

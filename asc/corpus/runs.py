@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -53,10 +54,10 @@ class RunData:
 
     path: Path
     meta: dict
-    snippets: object
-    tokens: object
-    nodes: object
-    concepts: object
+    snippets: Any  # pandas DataFrames (pandas is imported lazily)
+    tokens: Any
+    nodes: Any
+    concepts: Any
 
 
 def _frames(snip: Snippet, ex: Explanation, cmap: CategoryMap, aggregate: str) -> dict:

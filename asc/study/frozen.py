@@ -162,7 +162,7 @@ def load_frozen(path: str | Path, definition: StudyDefinition) -> FrozenStudy:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InputError(f"{path}: no prepared study: prepare it first (python -m asc.study.definition prepare)") from None
+        raise InputError(f"{path}: no prepared study: prepare it first (python -m asc.study prepare)") from None
     except (OSError, ValueError) as err:
         raise InputError(f"{path.name}: not a readable prepared study ({err}): prepare it again") from None
     if not isinstance(doc, dict) or doc.get("format") != FROZEN_FORMAT:

@@ -2,7 +2,7 @@
 
 Depth runs across (x = column), source order runs down (y = row): each visible leaf gets its own
 row in source order and a parent sits at the middle of its children's rows, so labels stay
-readable at hundreds of nodes (a top-down drawing overlaps them; reference.md section 8).
+readable at hundreds of nodes (a top-down drawing overlaps them).
 
 Views (the paper's user study, section VI-D):
 

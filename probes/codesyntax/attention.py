@@ -133,11 +133,11 @@ def run_attention(bundle, codes: Sequence[str], out: str | Path, *, corpus: str 
             wa = snippet_attention(bundle, sample, max_tokens=max_tokens)
         except InputError:
             too_long += 1
-            continue
-        scorer.add(sample, wa, str(split))
-        kept.append(sample)
-        kept_splits.append(str(split))
-        if on_progress:
+        else:
+            scorer.add(sample, wa, str(split))
+            kept.append(sample)
+            kept_splits.append(str(split))
+        if on_progress:  # skipped snippets count too: the bar reaches its end
             on_progress("attention", i + 1, len(samples))
     if not kept:
         limit = min(max_tokens, bundle.context_length)

@@ -2,8 +2,8 @@
 
 Pure numpy (and pandas for tables); no torch/transformers import. Samples and edges come from
 :mod:`probes.codesyntax.relations` (``Sample.relns[name]`` = edges ``(head, dep_first, dep_last)`` over WORD
-tokens, ``head < dep_first <= dep_last``). Method: CodeSyntax (Shen et al., EMNLP 2022;
-``papers/codesyntax-attention-syntax.txt``, reference.md 5), with the deviations stated below.
+tokens, ``head < dep_first <= dep_last``). Method: CodeSyntax (Shen et al.,
+"Benchmarking Language Models for Code Syntax Understanding", EMNLP 2022), with the deviations stated below.
 
 Word-level attention (:func:`word_attention`)
 ---------------------------------------------
@@ -44,7 +44,7 @@ the previous ``w`` before a later row can only be the head if it is already the 
 dep_first). A predictor hits an edge as heads do. Top-k: k predictors chosen greedily on VAL by
 marginal gain (ties: smaller offset first, keywords alphabetically), scored on TEST (an edge is
 hit if any chosen predictor hits it). ``offset`` and ``keyword`` are the two pools alone;
-``combined`` is their per-relation max of TEST scores (the authors' combination, reference.md 5:
+``combined`` is their per-relation max of TEST scores (the authors' combination:
 note the max is taken on test); ``joint`` is one greedy over both pools (ties: offsets first).
 """
 
@@ -53,6 +53,7 @@ from __future__ import annotations
 import keyword
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -280,8 +281,8 @@ class HeadScorer:
         hits = self._hits[split]
         for ki, k in enumerate(self.ks):
             counts = (best < k).reshape(n_l * n_h, -1).astype(np.float32) @ onehot  # (L*H, 3R)
-            counts = np.rint(counts).astype(np.int64).reshape(n_l, n_h, len(METRICS), len(self.relations))
-            hits[:, :, ki] += counts.transpose(3, 2, 0, 1)
+            exact = np.rint(counts).astype(np.int64).reshape(n_l, n_h, len(METRICS), len(self.relations))
+            hits[:, :, ki] += exact.transpose(3, 2, 0, 1)
 
     def result(self) -> HeadScores:
         """The counts so far (copied). Raises ValueError before the first ``add``."""
@@ -367,7 +368,7 @@ def baseline_scores(samples_with_split: Iterable[tuple[Sample, str]], relations:
             val, test = hits["val"][m][rel_of["val"] == r], hits["test"][m][rel_of["test"] == r]
             res = {pool: _greedy(val[:, cols], test[:, cols], steps) for pool, cols in pools.items()}
             for k in ks:
-                row = {"relation": name, "metric": m, "k": k}
+                row: dict[str, Any] = {"relation": name, "metric": m, "k": k}
                 for pool, (picks, rates) in res.items():
                     row[pool] = rates[min(k, len(rates)) - 1]
                     row[f"{pool}_picks"] = " ".join(names[pools[pool][p]] for p in picks[:k])

@@ -1,6 +1,6 @@
 """CodeSyntax-style syntactic relations for Python: word tokens plus labelled (head, dependent) edges.
 
-CodeSyntax (Shen et al., EMNLP 2022; ``papers/codesyntax-attention-syntax.txt``; reference.md 5) asks
+CodeSyntax (Shen et al., EMNLP 2022) asks
 whether an attention head links the tokens of a syntactic relation. A sample is one snippet, its
 *word tokens* and, per relation type, a list of edges ``(head, dep_first, dep_last)``: word-token
 indices with ``head < dep_first <= dep_last`` (forward only). The rules below re-implement, in our
@@ -94,6 +94,7 @@ import logging
 import re
 import tokenize
 from collections.abc import Iterable, Sequence
+from typing import Protocol, cast
 
 from asc.errors import InputError
 from asc.syntax import byte_to_char
@@ -108,6 +109,15 @@ _DROPPED = {tokenize.ENCODING, tokenize.ENDMARKER, tokenize.NL, tokenize.COMMENT
 _OPEN = frozenset("([{")
 _CLOSE = frozenset(")]}")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+class _Located(Protocol):
+    """A node with source positions (statements, expressions, handlers, keywords...); ``ast.parse`` sets all four."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: int
+    end_col_offset: int
 _LONE_CR = re.compile(r"\r(?!\n)")
 
 
@@ -155,14 +165,16 @@ class _Labeller:
         return self.b2c[self.line_bytes[lineno - 1] + col]
 
     def first(self, node: ast.AST) -> int:
-        i = bisect.bisect_right(self.ends, self._char(node.lineno, node.col_offset))
+        loc = cast(_Located, node)  # callers pass located nodes only
+        i = bisect.bisect_right(self.ends, self._char(loc.lineno, loc.col_offset))
         toks = self.tokens
         while i + 1 < len(toks) and toks[i] in _OPEN and toks[i + 1] not in _CLOSE:
             i += 1
         return i
 
     def last(self, node: ast.AST) -> int:
-        j = bisect.bisect_left(self.starts, self._char(node.end_lineno, node.end_col_offset)) - 1
+        loc = cast(_Located, node)  # callers pass located nodes only
+        j = bisect.bisect_left(self.starts, self._char(loc.end_lineno, loc.end_col_offset)) - 1
         while j > 0 and self.tokens[j] in _CLOSE:
             j -= 1
         return j
@@ -246,7 +258,7 @@ class _Labeller:
                 self.span("BoolOp:value->value", f(node.values[0]), node.values[1])
         elif isinstance(node, ast.Compare):
             self.span("Compare:left->comparator", f(node.left), node.comparators[0], node.comparators[-1])
-        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        elif isinstance(node, (ast.Try, ast.TryStar)):
             body = f(node.body[0])
             if node.handlers:
                 handler = f(node.handlers[0])
@@ -297,7 +309,8 @@ def extract(code: str) -> Sample:
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError) as exc:  # ValueError: null bytes (3.11)
-        where = f"line {exc.lineno}: " if getattr(exc, "lineno", None) else ""
+        lineno = getattr(exc, "lineno", None)
+        where = f"line {lineno}: " if lineno else ""
         msg = getattr(exc, "msg", None) or str(exc)
         raise CodeParseError(f"the code does not parse as Python: {where}{msg}") from exc
     tokens, spans = word_tokens(code)

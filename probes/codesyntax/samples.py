@@ -21,7 +21,7 @@ from asc.errors import InputError
 
 __all__ = ["RELATIONS", "Edge", "Sample", "read_json", "write_json"]
 
-#: The Python relation types of CodeSyntax (reference.md 5), in that order.
+#: The Python relation types of CodeSyntax (Shen et al., EMNLP 2022), in the authors' order.
 RELATIONS: tuple[str, ...] = (
     "If:if->else", "If:if->test", "If:if->body", "If:test->body", "If:test->orelse", "If:body->orelse",
     "Call:func->args", "Call:args->keywords", "Call:func->keywords", "Assign:target->value",
@@ -140,7 +140,9 @@ def _locate(code: str, tokens: Sequence[str], label: str) -> list[tuple[int, int
         else:
             start = -1
             for gap in (_GAP, _GAP_COMMENTS):
-                p = gap.match(code, pos).end()
+                gm = gap.match(code, pos)
+                assert gm is not None  # both gap patterns match the empty string
+                p = gm.end()
                 if code.startswith(tok, p):
                     start = p
                     break

@@ -27,15 +27,21 @@ from __future__ import annotations
 import json
 import logging
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from asc.atomic import write_atomic
 from asc.errors import InputError
+
+if TYPE_CHECKING:
+    from probes.inspect.taskfile import Task
+
+_Params = tuple[np.ndarray, np.ndarray, np.ndarray]  # coef, intercept, classes of a fitted probe
 
 __all__ = ["L2_GRID", "ProbeResult", "load_probes", "save_probes", "train_probes"]
 
@@ -97,14 +103,16 @@ def _standardize(x: np.ndarray, train: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return (x - mean) / scale, mean, scale
 
 
-def _fit_layer(x: np.ndarray, y: np.ndarray, tr: np.ndarray, va: np.ndarray, grid) -> tuple[object, float, float]:
+def _fit_layer(x: np.ndarray, y: np.ndarray, tr: np.ndarray, va: np.ndarray,
+               grid: Sequence[float]) -> tuple[_Params, float, float]:
     """Fit one probe per L2 strength (strongest first, warm-started); keep the best on dev.
 
     With a single strength in ``grid`` (the control task) ``va`` is only scored."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
 
-    best, best_acc, best_l2 = None, -1.0, grid[0]
+    best: _Params | None = None
+    best_acc, best_l2 = -1.0, grid[0]
     clf = LogisticRegression(max_iter=_MAX_ITER, warm_start=True, tol=1e-4)
     for l2 in sorted(grid, reverse=True):
         clf.set_params(C=1.0 / (l2 * len(tr)))
@@ -115,10 +123,11 @@ def _fit_layer(x: np.ndarray, y: np.ndarray, tr: np.ndarray, va: np.ndarray, gri
         if acc > best_acc:  # strict: ties keep the stronger penalty (visited first)
             best_acc, best_l2 = acc, l2
             best = (clf.coef_.copy(), clf.intercept_.copy(), clf.classes_.copy())
+    assert best is not None  # the first strength always beats -1.0
     return best, best_acc, best_l2
 
 
-def _predict(params, x: np.ndarray) -> np.ndarray:
+def _predict(params: _Params, x: np.ndarray) -> np.ndarray:
     coef, intercept, classes = params
     scores = x @ coef.T + intercept
     if coef.shape[0] == 1:  # binary: sklearn keeps one row for the positive class
@@ -126,8 +135,8 @@ def _predict(params, x: np.ndarray) -> np.ndarray:
     return classes[np.argmax(scores, axis=1)]
 
 
-def train_probes(features: np.ndarray, task, *, model: str = "", pooling: str = "", seed: int = 0,
-                 l2_grid=L2_GRID, control: bool = True, provenance: dict | None = None,
+def train_probes(features: np.ndarray, task: Task, *, model: str = "", pooling: str = "", seed: int = 0,
+                 l2_grid: Sequence[float] = L2_GRID, control: bool = True, provenance: dict | None = None,
                  on_progress: Callable[[int, int], None] | None = None) -> tuple[ProbeResult, dict]:
     """Train one probe per layer of ``features`` (``(n, L, d)``) on ``task``'s splits.
 
@@ -173,7 +182,7 @@ def save_probes(result: ProbeResult, weights: dict | None, stem: str | Path) -> 
     """Write ``<stem>.json`` (provenance + metrics) and ``<stem>.npz`` (predictions and weights), atomically."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    arrays = {"y_test": result.y_test, "predictions": result.predictions}
+    arrays: dict[str, Any] = {"y_test": result.y_test, "predictions": result.predictions}  # Any: savez's **kwds
     for key, value in (weights or {}).items():
         arrays[f"w_{key}"] = value
     write_atomic(stem.with_suffix(".npz"), lambda tmp: np.savez_compressed(tmp, **arrays))

@@ -1,0 +1,227 @@
+"""The architecture's rules, checked on the source: one place for each policy, and no dead weight.
+
+Each test reads the code (``ast``), so a change that breaks a rule fails here with the file and line:
+writes go through ``write_atomic``; ``os.environ`` is read in ``asc/paths.py`` only; no private name
+crosses a module boundary; every module has a docstring, stays under ``MAX_LINES`` and appears in the
+README's folder tree; public backend functions are typed; ``__all__`` lists names that exist; one
+exported constant name has one meaning; no variable is assigned and never read.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BACKEND = ("asc", "probes")
+PACKAGES = ("asc", "probes", "ui")
+MAX_LINES = 450
+
+
+def _files(*tops: str) -> list[Path]:
+    out: list[Path] = []
+    for top in tops:
+        path = ROOT / top
+        out += [path] if path.suffix == ".py" else sorted(path.rglob("*.py"))
+    return out
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+ALL_CODE = _files("asc", "probes", "ui", "pages", "app.py")
+WRITERS = re.compile(r"\.(write_text|write_bytes|to_csv|to_parquet)\(|np\.save\w*\(|json\.dump\(|"
+                     r"open\([^)]*['\"][wa]b?['\"]")
+
+
+def test_every_result_file_is_written_atomically():
+    """A write call must sit in a ``write_atomic(path, lambda tmp: ...)`` (readers poll these files)."""
+    # the de-quantized model is written into a temporary folder that is then os.replace()d as a whole
+    allowed = {("asc/models.py", "save_pretrained"), ("asc/models.py", "asc-source.json")}
+    bad = []
+    for path in _files(*BACKEND):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if not WRITERS.search(line) or "lambda" in line or "sys.stdout" in line or line.lstrip().startswith("#"):
+                continue
+            if any(_rel(path) == f and key in line for f, key in allowed):
+                continue
+            bad.append(f"{_rel(path)}:{n}: {line.strip()}")
+    assert not bad, "write through asc.atomic.write_atomic:\n" + "\n".join(bad)
+
+
+def test_environment_is_read_in_asc_paths_only():
+    bad = []
+    for path in ALL_CODE:
+        if _rel(path) == "asc/paths.py":
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"os\.environ|os\.getenv|getenv\(", line) and "TOKENIZERS_PARALLELISM" not in line:
+                bad.append(f"{_rel(path)}:{n}: {line.strip()}")
+    assert not bad, "read environment variables through asc.paths:\n" + "\n".join(bad)
+
+
+def test_no_private_name_is_imported_across_modules():
+    bad = []
+    for path in ALL_CODE:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PACKAGES:
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        bad.append(f"{_rel(path)}:{node.lineno}: from {node.module} import {alias.name}")
+    assert not bad, "make the name public (documented) or keep it in its module:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", ALL_CODE, ids=_rel)
+def test_module_has_a_docstring_and_one_concern_sized_body(path):
+    text = path.read_text()
+    assert ast.get_docstring(ast.parse(text)), f"{_rel(path)}: say what the module computes in a docstring"
+    assert len(text.splitlines()) <= MAX_LINES, f"{_rel(path)}: over {MAX_LINES} lines; split it by concern"
+
+
+def test_code_cites_papers_by_name_not_files_outside_the_repository():
+    bad = []
+    for path in ALL_CODE:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"reference\.md|shared/papers|\.\./shared|papers/[\w-]+\.txt", line):
+                bad.append(f"{_rel(path)}:{n}: {line.strip()}")
+    assert not bad, "cite the paper or section by name (those files are not in the repository):\n" + "\n".join(bad)
+
+
+def _public_functions(tree: ast.Module):
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+            yield node.name, node
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("_"):
+                    yield f"{node.name}.{item.name}", item
+
+
+def test_public_backend_functions_are_typed():
+    bad = []
+    for path in _files(*BACKEND):
+        for name, fn in _public_functions(ast.parse(path.read_text())):
+            args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+            args += [a for a in (fn.args.vararg, fn.args.kwarg) if a is not None]
+            untyped = [a.arg for a in args if a.annotation is None and a.arg not in ("self", "cls")]
+            if untyped or fn.returns is None:
+                bad.append(f"{_rel(path)}:{fn.lineno}: {name}({', '.join(untyped)})"
+                           + ("" if fn.returns else " -> ?"))
+    assert not bad, "annotate parameters and return types:\n" + "\n".join(bad)
+
+
+def _modules(*tops: str) -> list[str]:
+    return [_module_name(p) for p in _files(*tops) if not p.name == "__main__.py"]
+
+
+@pytest.mark.parametrize("name", _modules(*BACKEND), ids=str)
+def test_all_lists_names_that_exist(name):
+    module = importlib.import_module(name)
+    names = getattr(module, "__all__", [])
+    assert len(names) == len(set(names)), f"{name}.__all__ has a name twice"
+    missing = [n for n in names if not hasattr(module, n)]
+    assert not missing, f"{name}.__all__ lists {missing}, which the module does not define"
+
+
+def test_one_exported_constant_name_has_one_meaning():
+    seen: dict[str, tuple[str, object]] = {}
+    clashes = []
+    for name in _modules(*BACKEND):
+        module = importlib.import_module(name)
+        for const in getattr(module, "__all__", []):
+            if not const.isupper():
+                continue
+            value = getattr(module, const)
+            if const in seen and seen[const][1] is not value and seen[const][1] != value:
+                clashes.append(f"{const}: {seen[const][0]} and {name}")
+            seen.setdefault(const, (name, value))
+    assert not clashes, "give each meaning its own name:\n" + "\n".join(clashes)
+
+
+MUTATORS = {"append", "extend", "add", "insert", "appendleft"}  # not "update": st.status().update() shows
+
+
+class _Scope(ast.NodeVisitor):
+    """Names stored and loaded in one function (or module) body, not descending into nested functions."""
+
+    def __init__(self) -> None:
+        self.stored: dict[str, int] = {}
+        self.loaded: set[str] = set()
+
+    def visit_FunctionDef(self, node: ast.AST) -> None:  # nested scopes are checked on their own
+        for dec in getattr(node, "decorator_list", []):
+            self.visit(dec)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_ClassDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self.visit(node.body)
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        """``xs.append(v)`` as a statement only fills ``xs``: it does not count as reading it."""
+        call = node.value
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and isinstance(call.func.value, ast.Name) and call.func.attr in MUTATORS):
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                self.visit(arg)
+            return
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Store):
+            self.stored.setdefault(node.id, node.lineno)
+        else:
+            self.loaded.add(node.id)
+
+
+def _closures(tree: ast.AST, body: list[ast.stmt]) -> set[str]:
+    """Names loaded in functions and lambdas nested in ``body`` (they read their parents' variables)."""
+    out: set[str] = set()
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                out |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+    return out
+
+
+def test_no_variable_is_assigned_and_never_read():
+    bad = []
+    for path in ALL_CODE:
+        tree = ast.parse(path.read_text())
+        bodies: list[tuple[str, list[ast.stmt]]] = [("<module>", tree.body)] if path.parts[-2] == "pages" else []
+        bodies += [(n.name, n.body) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for where, body in bodies:
+            scope = _Scope()
+            for stmt in body:
+                scope.visit(stmt)
+            globals_ = {name for stmt in body for node in ast.walk(stmt)
+                        if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
+            nested = _closures(tree, body)
+            for name, line in scope.stored.items():
+                if name.startswith("_") or name in scope.loaded or name in globals_ or name in nested:
+                    continue
+                bad.append(f"{_rel(path)}:{line}: {name!r} in {where} is assigned and never read")
+    assert not bad, "remove dead assignments:\n" + "\n".join(bad)
+
+
+def test_readme_tree_lists_every_module():
+    readme = (ROOT / "README.md").read_text()
+    tree = readme[readme.index("## Folder tree"):]
+    missing = []
+    for path in _files("asc", "probes", "ui", "pages", "app.py", "benchmarks", "docs"):
+        if path.name == "__init__.py":
+            continue
+        if not re.search(rf"(^|\s){re.escape(path.name)}\s", tree, flags=re.M):
+            missing.append(_rel(path))
+    assert not missing, "add a line per file to the README's folder tree:\n" + "\n".join(missing)
