@@ -8,7 +8,7 @@ PORT ?= 8501
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: app study test lint bench setup browser clean
+.PHONY: app study test test-fast lint bench setup browser clean
 
 setup: $(STAMP)
 
@@ -30,8 +30,12 @@ study: setup
 	ASC_STUDY_MODE=1 $(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) \
 	  --server.address 0.0.0.0
 
+# ruff (style, and no Streamlit in the backend), mypy (types of asc/ and probes/), import-linter (imports
+# point one way: ui -> probes -> asc, and no cycles between the rooms)
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 # Debian's chromium for the end-to-end browser test (never `playwright install`: no downloads here)
 browser:
@@ -40,7 +44,11 @@ browser:
 	  else echo "chromium is missing and we are not root: the browser test will be skipped"; fi; }
 
 test: setup browser lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
+
+# the edit loop: no real-model, no browser, no slow tests (under a minute)
+test-fast: setup
+	$(PY) -m pytest -q -n 2 -m "not real and not browser and not slow"
 
 bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_pipeline.py

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from asc.errors import InputError, ModelLoadError, UnknownModelError
-from asc.paths import cache_dir
+from asc.paths import DEFAULT_MODEL, cache_dir
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -51,7 +51,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "smollm2-135m"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 ACCEPTED_FORMS = (
     "an embedded name ({names}), a local Hugging Face folder (with config.json), "

@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 
 __all__ = [
-    "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "cache_dir",
+    "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "cache_dir",
     "default_model", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
 ]
 
@@ -34,6 +34,7 @@ ASSETS = APP_ROOT / "assets"
 CATEGORIES_DIR = ASSETS / "categories"
 EXAMPLES_DIR = ASSETS / "examples"
 DEFAULT_STUDY = ASSETS / "studies" / "astxplainer.yaml"
+DEFAULT_MODEL = "smollm2-135m"  # the embedded model the app and the CLI start on (asc.models lists it)
 
 
 def _env(name: str) -> str:
@@ -69,8 +70,6 @@ def cache_dir() -> Path:
 
 def default_model() -> str:
     """The model the app starts on: ``$ASC_MODEL`` (tests use ``tiny-random``) or the embedded default."""
-    from asc.models import DEFAULT_MODEL
-
     return _env("ASC_MODEL") or DEFAULT_MODEL
 
 
