@@ -18,11 +18,11 @@ from asc.concepts import load_categories
 from asc.syntax import LANGUAGES
 
 
-def _align_options(args) -> AlignOptions:
+def _align_options(args: argparse.Namespace) -> AlignOptions:
     return AlignOptions(whitespace=args.whitespace, multi_leaf=args.multi_leaf, zero_width=args.zero_width)
 
 
-def cmd_models(args) -> int:
+def cmd_models(args: argparse.Namespace) -> int:
     from asc.models import DEFAULT_MODEL, EMBEDDED
     from asc.paths import cache_dir
 
@@ -36,7 +36,7 @@ def cmd_models(args) -> int:
     return 0
 
 
-def cmd_explain(args) -> int:
+def cmd_explain(args: argparse.Namespace) -> int:
     from asc.explain import explain
 
     source = read_source(args.file)
@@ -66,7 +66,7 @@ def cmd_explain(args) -> int:
     return 0
 
 
-def cmd_eval(args) -> int:
+def cmd_eval(args: argparse.Namespace) -> int:
     from asc.corpus import category_table, load_run, run_corpus
     from asc.corpus.sources import load_corpus
 
@@ -98,7 +98,7 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def cmd_compare(args) -> int:
+def cmd_compare(args: argparse.Namespace) -> int:
     from asc.corpus.runs import load_run
     from asc.corpus.summary import difference_table, summary_table, wide_table
 
@@ -125,7 +125,7 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def cmd_causal(args) -> int:
+def cmd_causal(args: argparse.Namespace) -> int:
     from asc.causal import causal_table, snippet_table, treatments_of
     from asc.corpus.runs import load_run
 

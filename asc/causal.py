@@ -26,12 +26,17 @@ import logging
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from asc.concepts import GLOBAL, CategoryMap
 from asc.corpus.runs import RunData
 from asc.errors import InputError
+
+if TYPE_CHECKING:
+    import networkx as nx
+    import pandas as pd
 
 __all__ = ["CONFOUNDERS", "OUTCOME", "cyclomatic_complexity", "snippet_table", "treatments_of", "causal_graph",
            "estimate", "causal_table", "MIN_SNIPPETS"]
@@ -53,7 +58,7 @@ def cyclomatic_complexity(source: str, language: str = "python") -> float:
     return float(info.function_list[0].cyclomatic_complexity)
 
 
-def snippet_table(run: RunData):
+def snippet_table(run: RunData) -> pd.DataFrame:
     """One row per snippet: outcome, confounders, and one column per treatment (NaN when absent)."""
     snippets = run.snippets.set_index("id")
     table = snippets[["loss"]].copy()
@@ -78,7 +83,7 @@ def treatments_of(cmap: CategoryMap) -> list[str]:
     return out
 
 
-def causal_graph(treatment: str = "T", outcome: str = "Y", confounders: Sequence[str] = CONFOUNDERS):
+def causal_graph(treatment: str = "T", outcome: str = "Y", confounders: Sequence[str] = CONFOUNDERS) -> nx.DiGraph:
     """The structural causal model: every confounder -> treatment and -> outcome, treatment -> outcome."""
     import networkx as nx
 
@@ -122,7 +127,7 @@ def _verdicts(ate: float, half_width: float, placebo, rcc, subset) -> dict:
     }
 
 
-def estimate(data, treatment: str, outcome: str = OUTCOME, confounders: Sequence[str] = CONFOUNDERS,
+def estimate(data: pd.DataFrame, treatment: str, outcome: str = OUTCOME, confounders: Sequence[str] = CONFOUNDERS,
              seed: int = 0, simulations: int = 50, refute: bool = True) -> dict:
     """ATE of ``treatment`` on ``outcome`` given ``confounders`` (rows with any of them missing dropped)."""
     from dowhy import CausalModel
@@ -155,7 +160,7 @@ def estimate(data, treatment: str, outcome: str = OUTCOME, confounders: Sequence
     return out
 
 
-def _treatment_row(data, treatment: str, min_snippets: int, seed: int, simulations: int) -> dict:
+def _treatment_row(data: pd.DataFrame, treatment: str, min_snippets: int, seed: int, simulations: int) -> dict:
     """One row of Table II: correlations, and the refuted effect when there is enough data."""
     row: dict = {"treatment": treatment}
     if treatment not in data.columns:
@@ -176,8 +181,8 @@ def _treatment_row(data, treatment: str, min_snippets: int, seed: int, simulatio
     return row
 
 
-def causal_table(data, treatments: Sequence[str], min_snippets: int = MIN_SNIPPETS, seed: int = 0,
-                 simulations: int = 50, on_progress: Callable[[int, int], None] | None = None):
+def causal_table(data: pd.DataFrame, treatments: Sequence[str], min_snippets: int = MIN_SNIPPETS, seed: int = 0,
+                 simulations: int = 50, on_progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
     """Table II: per treatment, Pearson r with each confounder and the loss, and the refuted ATE."""
     import pandas as pd
 

@@ -14,11 +14,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asc.atomic import write_atomic
 from asc.concepts import AGGREGATES
 from asc.errors import AscError, InputError
+
+if TYPE_CHECKING:
+    from asc.models import ModelBundle
 
 __all__ = ["add_common", "add_model_options", "fmt", "load_bundle", "read_source", "run", "stage_bar", "write_table"]
 
@@ -46,7 +49,7 @@ def read_source(path: str) -> str:
     return text
 
 
-def load_bundle(args: argparse.Namespace, spec: str | None = None) -> Any:
+def load_bundle(args: argparse.Namespace, spec: str | None = None) -> ModelBundle:
     """Load ``spec`` (default: ``--model``) with the command's ``--trust-remote-code``, logging the time."""
     from asc.models import load_model
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from asc.errors import InputError
 from asc.models import ModelBundle
 from asc.scores import TokenScores, score_texts
 from asc.syntax import SyntaxTree, encode_source, parse
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Explanation", "SnippetComparison", "check_source", "compare_snippet", "explain", "explain_many", "explain_scored"]
 
@@ -102,7 +106,7 @@ class Explanation:
             },
         }
 
-    def token_frame(self):
+    def token_frame(self) -> pd.DataFrame:
         """One row per token (pandas DataFrame)."""
         import pandas as pd
 
@@ -113,7 +117,7 @@ class Explanation:
             "top": [" | ".join(f"{t!r}:{p:.3f}" for t, p in zip(tt, tp, strict=False)) for tt, tp in zip(s.top_text, s.top_probs, strict=False)],
         })
 
-    def node_frame(self):
+    def node_frame(self) -> pd.DataFrame:
         """One row per node (pandas DataFrame)."""
         import pandas as pd
 
@@ -125,7 +129,7 @@ class Explanation:
         })
 
 
-    def weakest_nodes(self, k: int = 5, named_only: bool = True):
+    def weakest_nodes(self, k: int = 5, named_only: bool = True) -> pd.DataFrame:
         """The ``k`` nodes with the lowest value (named nodes by default; ties broken by source order)."""
         nodes = self.node_frame()
         nodes = nodes[nodes["value"].notna() & (nodes["named"] | (not named_only))]
@@ -133,7 +137,7 @@ class Explanation:
         nodes["text"] = [self.source[a:b] for a, b in zip(nodes["start"], nodes["end"])]
         return nodes[["id", "type", "category", "value", "n_tokens", "text"]]
 
-    def node_tokens(self, node: int):
+    def node_tokens(self, node: int) -> pd.DataFrame:
         """The tokens bound to ``node`` with their scores (a slice of :meth:`token_frame`)."""
         return self.token_frame().iloc[self.alignment.tokens_of(node)]
 
@@ -201,7 +205,7 @@ class SnippetComparison:
         """(N,) node values of model ``a`` minus model ``b`` (NaN where either has none)."""
         return self.values[a] - self.values[b]
 
-    def disagreements(self, a: int = 0, b: int = 1, k: int = 15, named_only: bool = True):
+    def disagreements(self, a: int = 0, b: int = 1, k: int = 15, named_only: bool = True) -> pd.DataFrame:
         """The ``k`` nodes with the largest |A - B|, with both values and the node's text."""
         import pandas as pd
 

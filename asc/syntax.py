@@ -16,10 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from asc.errors import InputError
+
+if TYPE_CHECKING:
+    import tree_sitter as ts
 
 __all__ = ["LANGUAGES", "SyntaxTree", "parse", "byte_to_char", "encode_source", "get_parser"]
 
@@ -44,7 +48,7 @@ def _language(name: str):
     return ts.Language(capsule)
 
 
-def get_parser(language: str):
+def get_parser(language: str) -> ts.Parser:
     """A fresh tree-sitter ``Parser`` (parsers are not thread-safe, languages are)."""
     import tree_sitter as ts
 
@@ -139,6 +143,7 @@ def parse(source: str, language: str = "python") -> SyntaxTree:
     parents = [-1]
     while True:
         node = cursor.node
+        assert node is not None  # a cursor from Tree.walk() always points at a node
         idx = len(types)
         types.append(node.type)
         rows.append(

@@ -15,7 +15,7 @@ from asc.cli import add_model_options, load_bundle, run, stage_bar
 from probes.features import PROBE_MAX_TOKENS
 
 
-def cmd_layers(args) -> int:
+def cmd_layers(args: argparse.Namespace) -> int:
     from probes.inspect.layers import best_layer_table, build_tasks, load_results, normalized_table, run_layers
 
     tasks = build_tasks(args.tasks.split(",") if args.tasks else [], args.corpus, args.size, args.seed,
@@ -42,7 +42,7 @@ def cmd_layers(args) -> int:
     return 0
 
 
-def cmd_attention(args) -> int:
+def cmd_attention(args: argparse.Namespace) -> int:
     from asc.corpus.sources import load_corpus
     from probes.codesyntax.attention import relation_table, run_attention
 

@@ -25,11 +25,15 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from asc.atomic import write_atomic
 from asc.errors import InputError
+
+if TYPE_CHECKING:
+    from asc.models import ModelBundle
 
 __all__ = ["POOLINGS", "cached_features", "default_pooling", "extract_features", "model_key"]
 
@@ -40,12 +44,25 @@ PROBE_MAX_TOKENS = 512  # the papers' limit (BERT-era inputs): longer samples ar
 _TOKEN_BUDGET = 1024  # padded tokens per micro-batch: 1024 measured fastest on 2 CPU cores (make bench)
 
 
-def default_pooling(bundle) -> str:
+class _TextTask(Protocol):
+    """What :func:`cached_features` reads of a task (a :class:`probes.inspect.taskfile.Task`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def digest(self) -> str: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def texts(self) -> tuple[str, ...]: ...
+
+
+def default_pooling(bundle: ModelBundle) -> str:
     """``last`` for decoders (causal LMs), ``first`` (CLS) for encoders."""
     return "last" if bundle.causal else "first"
 
 
-def model_key(bundle) -> str:
+def model_key(bundle: ModelBundle) -> str:
     """A folder-safe key naming the weights: the model name plus a hash of where they came from."""
     digest = hashlib.sha1(f"{bundle.name}|{bundle.source}".encode()).hexdigest()[:8]
     return f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', bundle.name)[:60]}-{digest}"
@@ -87,7 +104,8 @@ def _pool(hidden_states, mask, pooling: str):
     return torch.stack(out, dim=1)
 
 
-def extract_features(bundle, texts: Sequence[str], pooling: str | None = None, *, max_tokens: int = PROBE_MAX_TOKENS,
+def extract_features(bundle: ModelBundle, texts: Sequence[str], pooling: str | None = None, *,
+                     max_tokens: int = PROBE_MAX_TOKENS,
                      on_progress: Callable[[int, int], None] | None = None,
                      should_stop: Callable[[], bool] | None = None) -> tuple[np.ndarray, int]:
     """Summary vectors of every layer for each text: ``(n, layers + 1, hidden)`` float32, and how many were truncated.
@@ -140,7 +158,7 @@ def extract_features(bundle, texts: Sequence[str], pooling: str | None = None, *
     return out, truncated
 
 
-def cached_features(bundle, task, pooling: str | None, cache_root: str | Path, *,
+def cached_features(bundle: ModelBundle, task: _TextTask, pooling: str | None, cache_root: str | Path, *,
                     max_tokens: int = PROBE_MAX_TOKENS, on_progress: Callable[[int, int], None] | None = None,
                     should_stop: Callable[[], bool] | None = None) -> tuple[np.ndarray, dict]:
     """Features of ``task.texts`` from ``<cache_root>/<model_key>/<task>-<digest>-<pooling>-<max_tokens>.npy``,

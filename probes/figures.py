@@ -13,9 +13,18 @@ Accuracy uses the app's red-yellow-blue scale fixed at 0-1 (red: poorly, blue: w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from asc.viz import COLORSCALE, MODEL_COLORS
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from probes.inspect.linear import ProbeResult
 
 __all__ = ["attention_map", "best_layer_heatmap", "confusion_figure", "edge_example_html", "head_heatmap", "layer_curves",
            "layer_heatmap", "normalized_heatmap"]
@@ -25,7 +34,8 @@ def _cell_text(values: np.ndarray, fmt: str = "{:.2f}") -> list[list[str]]:
     return [["" if v != v else fmt.format(v) for v in row] for row in values]
 
 
-def layer_heatmap(table, model: str, value: str = "accuracy", tasks=None):
+def layer_heatmap(table: pd.DataFrame, model: str, value: str = "accuracy",
+                  tasks: Sequence[str] | None = None) -> go.Figure:
     """Task x layer heatmap of ``value`` (a column of :func:`probes.inspect.layers.results_table`) for ``model``.
 
     Rows follow ``tasks`` (default: the table's order); the dev-chosen layer of each task is boxed.
@@ -53,7 +63,7 @@ def layer_heatmap(table, model: str, value: str = "accuracy", tasks=None):
     return fig
 
 
-def best_layer_heatmap(best, tasks=None):
+def best_layer_heatmap(best: pd.DataFrame, tasks: Sequence[str] | None = None) -> go.Figure:
     """Model x task test accuracy at the layer chosen on dev; the cell text gives accuracy and layer."""
     import plotly.graph_objects as go
 
@@ -72,7 +82,7 @@ def best_layer_heatmap(best, tasks=None):
     return fig
 
 
-def normalized_heatmap(norm, baseline: str):
+def normalized_heatmap(norm: pd.DataFrame, baseline: str) -> go.Figure:
     """Table III: 0 = the baseline model, 100 = the task's best model; below the baseline is negative."""
     import plotly.graph_objects as go
 
@@ -86,7 +96,7 @@ def normalized_heatmap(norm, baseline: str):
     return fig
 
 
-def layer_curves(table, task: str, x: str = "layer"):
+def layer_curves(table: pd.DataFrame, task: str, x: str = "layer") -> go.Figure:
     """Accuracy per layer for every model on ``task`` (``x`` = ``layer`` or relative ``depth``), with the
     control task (dashed) and the majority baseline (dotted)."""
     import plotly.graph_objects as go
@@ -111,7 +121,7 @@ def layer_curves(table, task: str, x: str = "layer"):
     return fig
 
 
-def confusion_figure(result, layer: int):
+def confusion_figure(result: ProbeResult, layer: int) -> go.Figure:
     """Test confusion matrix (rows gold, columns predicted) of ``result``'s probe at ``layer``."""
     import plotly.graph_objects as go
 
@@ -126,7 +136,8 @@ def confusion_figure(result, layer: int):
     return fig
 
 
-def head_heatmap(scores: np.ndarray, relation: str, best: tuple[int, int] | None = None, label: str = "score"):
+def head_heatmap(scores: np.ndarray, relation: str, best: tuple[int, int] | None = None,
+                 label: str = "score") -> go.Figure:
     """Layer x head scores of one relation (``HeadScores.layer_head``); the best head (chosen on val) is boxed."""
     import plotly.graph_objects as go
 
@@ -152,7 +163,8 @@ def _word_label(tokens, i: int, width: int = 14) -> str:
     return f"{i}:{shown[:width - 1]}…" if len(shown) > width else f"{i}:{shown}"
 
 
-def attention_map(matrix: np.ndarray, tokens, edges, causal: bool, title: str = ""):
+def attention_map(matrix: np.ndarray, tokens: Sequence[str], edges: Sequence[tuple[int, int, int]], causal: bool,
+                  title: str = "") -> go.Figure:
     """One head's word x word attention (rows attend to columns) with the relation's gold edges overlaid:
     encoders mark (head row, dependent first column), decoders (dependent first row, head column)."""
     import plotly.graph_objects as go
@@ -178,7 +190,8 @@ def attention_map(matrix: np.ndarray, tokens, edges, causal: bool, title: str = 
     return fig
 
 
-def edge_example_html(code: str, spans, edge: tuple[int, int, int], attended: int, causal: bool) -> str:
+def edge_example_html(code: str, spans: Sequence[tuple[int, int]], edge: tuple[int, int, int], attended: int,
+                      causal: bool) -> str:
     """The paper's correct/incorrect example: the code with the head word (orange), the gold dependent (green)
     and the word the head's top attention goes to (blue outline); for decoders the dependent's first word
     attends back, so the attended word is compared with the head instead."""

@@ -15,10 +15,14 @@ The bootstrap of Table I lives in :func:`category_table` only; :func:`summary_ta
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from asc.concepts import GLOBAL, bootstrap_median
 from asc.corpus.runs import RunData
 from asc.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["category_table", "summary_table", "wide_table", "type_table", "difference_table", "run_label",
            "run_labels"]
@@ -35,12 +39,13 @@ def run_labels(runs: Sequence[RunData]) -> list[str]:
     return [f"{k[0]} ({r.path.name})" if keys.count(k) > 1 else k[0] for k, r in zip(keys, runs)]
 
 
-def _valued(run: RunData):
+def _valued(run: RunData) -> pd.DataFrame:
     nodes = run.nodes
     return nodes[nodes["value"].notna()]
 
 
-def category_table(nodes, categories: Sequence[str], n_boot: int = 500, seed: int = 0, ci: float = 0.95):
+def category_table(nodes: pd.DataFrame, categories: Sequence[str], n_boot: int = 500, seed: int = 0,
+                   ci: float = 0.95) -> pd.DataFrame:
     """Paper Table I for one run: per category (and ``Global`` over every categorized node) the
     bootstrapped median of node values, its interval, and how many nodes/snippets it rests on."""
     import pandas as pd
@@ -56,7 +61,7 @@ def category_table(nodes, categories: Sequence[str], n_boot: int = 500, seed: in
 
 
 def summary_table(runs: Sequence[RunData], categories: Sequence[str], n_boot: int = 500, seed: int = 0,
-                  ci: float = 0.95):
+                  ci: float = 0.95) -> pd.DataFrame:
     """Long Table I: model, corpus, category, median, ci_low, ci_high, boot_std, n_nodes, n_snippets."""
     import pandas as pd
 
@@ -70,7 +75,7 @@ def summary_table(runs: Sequence[RunData], categories: Sequence[str], n_boot: in
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
-def wide_table(summary):
+def wide_table(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per (model, corpus), a column per category (median), sorted by the global value."""
     wide = summary.pivot_table(index=["model", "corpus"], columns="category", values="median", sort=False)
     order = [c for c in summary["category"].drop_duplicates()]
@@ -80,7 +85,7 @@ def wide_table(summary):
     return wide.reset_index()
 
 
-def type_table(run: RunData, label: str | None = None):
+def type_table(run: RunData, label: str | None = None) -> pd.DataFrame:
     """Per category and node type: nodes, snippets, median value, and the share of the category's nodes."""
     valued = _valued(run)
     valued = valued[valued["category"].notna()]
@@ -92,7 +97,7 @@ def type_table(run: RunData, label: str | None = None):
     return table.sort_values(["category", "nodes"], ascending=[True, False]).reset_index(drop=True)
 
 
-def difference_table(run_a: RunData, run_b: RunData, level: str = "category"):
+def difference_table(run_a: RunData, run_b: RunData, level: str = "category") -> pd.DataFrame:
     """Median node value of A minus B per ``level`` ("category" or "type"), with both medians and counts."""
     if level not in ("category", "type"):
         raise InputError(f"level={level!r}; choose 'category' or 'type'")

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
 __all__ = ["rating_bars"]
 
 
-def rating_bars(counts):
+def rating_bars(counts: pd.DataFrame) -> go.Figure:
     """User-study ratings: stacked bars of Likert answers per group, one panel per rating question.
 
     ``counts`` is :func:`asc.study.store.rating_counts` (group, question, level, label, count).

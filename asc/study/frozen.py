@@ -15,7 +15,7 @@ import math
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,10 @@ from asc.atomic import write_atomic
 from asc.errors import InputError
 from asc.paths import study_dir
 from asc.study.definition import StudyDefinition
+
+if TYPE_CHECKING:
+    from asc.explain import Explanation
+    from asc.models import ModelBundle
 
 __all__ = ["FrozenSample", "FrozenStudy", "content_hash", "frozen_explanation", "frozen_path",
            "load_frozen", "prepare_study", "save_frozen"]
@@ -89,7 +93,7 @@ def _common_prefix(a, b) -> int:
     return n
 
 
-def prepare_study(definition: StudyDefinition, bundle=None) -> FrozenStudy:
+def prepare_study(definition: StudyDefinition, bundle: ModelBundle | None = None) -> FrozenStudy:
     """Complete (when no completion is given) and score every sample once; ``bundle`` defaults to
     ``load_model(definition.model)``."""
     from asc.generate import complete
@@ -180,7 +184,7 @@ def load_frozen(path: str | Path, definition: StudyDefinition) -> FrozenStudy:
     return FrozenStudy(doc["study_id"], doc["definition_hash"], doc["model"], doc["prepared_at"], samples)
 
 
-def frozen_explanation(sample: FrozenSample):
+def frozen_explanation(sample: FrozenSample) -> tuple[Explanation, int]:
     """``(Explanation, n_prompt)`` of a frozen sample, rebuilt from its stored scores without a model."""
     from asc.explain import explain_scored
 

@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import (
     JSON,
@@ -63,6 +64,9 @@ from asc.atomic import write_atomic
 from asc.errors import InputError
 from asc.paths import study_db_url, study_dir
 from asc.study.definition import LIKERT_LABELS, Question, StudyDefinition
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["StudyStore", "ParticipantState", "default_url", "normalize_code"]
 
@@ -336,7 +340,7 @@ class StudyStore:
 
     # ------------------------------------------------------------ analysis
 
-    def participants(self):
+    def participants(self) -> pd.DataFrame:
         """One row per participant: code, group, created/consent/background/finished times (+ personal)."""
         import pandas as pd
 
@@ -347,7 +351,7 @@ class StudyStore:
             rows = conn.execute(select(*cols).where(p.c.study_id == self.study.id).order_by(p.c.created_at)).all()
         return pd.DataFrame(rows, columns=[c.name for c in cols])
 
-    def responses(self):
+    def responses(self) -> pd.DataFrame:
         """Every answer, long form: code, group, kind (background/rating/comment), sample_id (missing for
         background), question_id, value (text; Likert as 1..5; missing = left blank), submitted_at (UTC)."""
         import pandas as pd
@@ -366,7 +370,7 @@ class StudyStore:
         df["sample_id"] = df["sample_id"].where(df["sample_id"] != "", None)
         return df
 
-    def progress(self):
+    def progress(self) -> pd.DataFrame:
         """Per group (study order): assigned, consented, background_done and finished participants."""
         import pandas as pd
 
@@ -385,14 +389,15 @@ class StudyStore:
         return write_atomic(path, lambda tmp: responses.to_csv(tmp, index=False))
 
 
-def _validate(questions: tuple[Question, ...], answers: dict, what: str) -> dict:
+def _validate(questions: tuple[Question, ...], answers: dict, what: str) -> dict[str, str | None]:
     """Answers as stored text (None for a blank optional one), or InputError naming the question."""
     answers = dict(answers or {})
     known = {q.id for q in questions}
     unknown = sorted(str(k) for k in answers if k not in known)
     if unknown:
         raise InputError(f"unknown {what} {', '.join(map(repr, unknown))} (expected {', '.join(sorted(known))})")
-    out, missing = {}, []
+    out: dict[str, str | None] = {}
+    missing: list[str] = []
     for q in questions:
         value = answers.get(q.id)
         if isinstance(value, str):

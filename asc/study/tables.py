@@ -6,15 +6,19 @@ Both take the long frame of :meth:`asc.study.store.StudyStore.responses` and the
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from asc.study.definition import LIKERT_LABELS, StudyDefinition
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["AGREEMENT_LEVELS", "agreement_table", "rating_counts"]
 
 AGREEMENT_LEVELS = tuple(reversed(LIKERT_LABELS))  # Table III order: Strongly agree .. Strongly disagree
 
 
-def _ratings_only(responses, study: StudyDefinition):
+def _ratings_only(responses: pd.DataFrame, study: StudyDefinition) -> pd.DataFrame:
     ids = [q.id for q in study.ratings]
     if not len(responses):
         return responses
@@ -22,7 +26,7 @@ def _ratings_only(responses, study: StudyDefinition):
     return responses[keep & (responses["sample_id"] != "")]
 
 
-def rating_counts(responses, study: StudyDefinition):
+def rating_counts(responses: pd.DataFrame, study: StudyDefinition) -> pd.DataFrame:
     """Likert answers counted per group, rating question and level (5 = Strongly agree first; zeros kept)."""
     import pandas as pd
 
@@ -37,7 +41,7 @@ def rating_counts(responses, study: StudyDefinition):
     return pd.DataFrame(rows, columns=["group", "question", "level", "label", "count"])
 
 
-def agreement_table(responses, study: StudyDefinition):
+def agreement_table(responses: pd.DataFrame, study: StudyDefinition) -> pd.DataFrame:
     """Table III: one row per group and rating question (study order) with n and the percent of answers
     per Likert level, Strongly agree .. Strongly disagree, summing to 100 (NaN while n is 0)."""
     import pandas as pd

@@ -7,11 +7,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
 __all__ = ["causal_graph_figure", "treatment_scatter"]
 
 
 def causal_graph_figure(treatment: str = "T: concept value", outcome: str = "Y: loss",
-                        confounders: tuple[str, ...] = ("seq_size", "ast_levels", "n_nodes", "complexity")):
+                        confounders: tuple[str, ...] = ("seq_size", "ast_levels", "n_nodes", "complexity"),
+                        ) -> go.Figure:
     """The structural causal model drawn: confounders on the left, treatment and outcome on the right."""
     import plotly.graph_objects as go
 
@@ -36,7 +43,8 @@ def causal_graph_figure(treatment: str = "T: concept value", outcome: str = "Y: 
     return fig
 
 
-def treatment_scatter(table, treatment: str, outcome: str = "loss", color: str = "seq_size"):
+def treatment_scatter(table: pd.DataFrame, treatment: str, outcome: str = "loss",
+                      color: str = "seq_size") -> go.Figure:
     """Snippets as points: a treatment's value against the loss (only snippets where it is present)."""
     import plotly.graph_objects as go
 

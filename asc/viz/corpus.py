@@ -14,17 +14,23 @@ Nothing is computed here beyond layout; inputs are never modified.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from asc.concepts import GLOBAL
 from asc.viz.colors import COLORSCALE, MODEL_COLORS, value_color
 
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+    from pandas.io.formats.style import Styler
+
 __all__ = ["category_bars", "value_distribution", "concept_treemap", "difference_bars", "styled_table"]
 
 
 
-def category_bars(summary, threshold: float = 0.6):
+def category_bars(summary: pd.DataFrame, threshold: float = 0.6) -> go.Figure:
     """Grouped bars: x = category (Global first), one bar per model, error bars = bootstrap interval."""
     import plotly.graph_objects as go
 
@@ -47,7 +53,7 @@ def category_bars(summary, threshold: float = 0.6):
     return fig
 
 
-def value_distribution(nodes_by_model: dict, category: str | None = None):
+def value_distribution(nodes_by_model: dict, category: str | None = None) -> go.Figure:
     """Box plots of node values (categorized nodes, or one ``category``) per model."""
     import plotly.graph_objects as go
 
@@ -64,23 +70,35 @@ def value_distribution(nodes_by_model: dict, category: str | None = None):
     return fig
 
 
-def concept_treemap(types):
+def concept_treemap(types: pd.DataFrame) -> go.Figure:
     """Treemap model -> category -> node type from :func:`asc.corpus.summary.type_table` rows (several models ok)."""
     import plotly.graph_objects as go
 
-    ids, labels, parents, sizes, colors, hover = [], [], [], [], [], []
+    ids: list[str] = []
+    labels: list[str] = []
+    parents: list[str] = []
+    sizes: list[int] = []
+    colors: list[float] = []
+    hover: list[str] = []
+
+    def add(node_id: str, label: str, parent: str, size: int, color: float, text: str) -> None:
+        ids.append(node_id)
+        labels.append(label)
+        parents.append(parent)
+        sizes.append(size)
+        colors.append(color)
+        hover.append(text)
+
     for model, by_model in types.groupby("model", sort=False):
-        ids.append(model), labels.append(model), parents.append(""), sizes.append(int(by_model["nodes"].sum()))
-        colors.append(float(by_model["median"].median())), hover.append(f"{int(by_model['nodes'].sum())} nodes")
+        add(model, model, "", int(by_model["nodes"].sum()), float(by_model["median"].median()),
+            f"{int(by_model['nodes'].sum())} nodes")
         for cat, by_cat in by_model.groupby("category", sort=False):
             cid = f"{model}/{cat}"
-            ids.append(cid), labels.append(cat), parents.append(model), sizes.append(int(by_cat["nodes"].sum()))
-            colors.append(float(np.average(by_cat["median"], weights=by_cat["nodes"])))
-            hover.append(f"{int(by_cat['nodes'].sum())} nodes")
+            add(cid, cat, model, int(by_cat["nodes"].sum()),
+                float(np.average(by_cat["median"], weights=by_cat["nodes"])), f"{int(by_cat['nodes'].sum())} nodes")
             for row in by_cat.itertuples():
-                ids.append(f"{cid}/{row.type}"), labels.append(row.type), parents.append(cid)
-                sizes.append(int(row.nodes)), colors.append(float(row.median))
-                hover.append(f"{int(row.nodes)} nodes in {int(row.snippets)} snippets, median {row.median:.3f}")
+                add(f"{cid}/{row.type}", row.type, cid, int(row.nodes), float(row.median),
+                    f"{int(row.nodes)} nodes in {int(row.snippets)} snippets, median {row.median:.3f}")
     fig = go.Figure(go.Treemap(ids=ids, labels=labels, parents=parents, values=sizes, branchvalues="total",
                                marker={"colors": colors, "colorscale": COLORSCALE, "cmin": 0, "cmax": 1,
                                        "showscale": True, "colorbar": {"title": {"text": "median"}}},
@@ -91,7 +109,7 @@ def concept_treemap(types):
     return fig
 
 
-def difference_bars(diff, label: str = "category", top: int = 30):
+def difference_bars(diff: pd.DataFrame, label: str = "category", top: int = 30) -> go.Figure:
     """Horizontal bars of A - B from :func:`asc.corpus.summary.difference_table` (largest |difference| first)."""
     import plotly.graph_objects as go
 
@@ -109,7 +127,7 @@ def difference_bars(diff, label: str = "category", top: int = 30):
     return fig
 
 
-def styled_table(wide, threshold: float = 0.6):
+def styled_table(wide: pd.DataFrame, threshold: float = 0.6) -> Styler:
     """Table I as a pandas Styler: value cells red below ``threshold``, blue at or above, 3 decimals."""
     value_cols = [c for c in wide.columns if c not in ("model", "corpus", "snippets")]
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 __all__ = ["figure_html", "standalone_html"]
 
 
-def figure_html(fig) -> str:
+def figure_html(fig: go.Figure) -> str:
     """A self-contained HTML file for a plotly figure (plotly.js inlined: works offline)."""
     return fig.to_html(include_plotlyjs=True, full_html=True)
 

@@ -83,17 +83,17 @@ def tree_layout(tree: SyntaxTree, view: Literal["partial", "complete"] = "partia
     # collapse chains whose single visible child covers the same span
     top_of = np.arange(n)
     if collapse_unary:
-        for i in np.flatnonzero(show):
-            kids = children.get(int(i), [])
+        for j in np.flatnonzero(show):
+            kids = children.get(int(j), [])
             if len(kids) == 1:
                 c = kids[0]
-                if tree.start[c] == tree.start[i] and tree.end[c] == tree.end[i] and not tree.is_error[c]:
-                    top_of[c] = top_of[i]
+                if tree.start[c] == tree.start[j] and tree.end[c] == tree.end[j] and not tree.is_error[c]:
+                    top_of[c] = top_of[j]
     boxes = [int(i) for i in np.flatnonzero(show) if top_of[i] == i]
     box_index = {node: k for k, node in enumerate(boxes)}
     members: dict[int, list[int]] = {b: [] for b in boxes}
-    for i in np.flatnonzero(show):
-        members[int(top_of[i])].append(int(i))
+    for j in np.flatnonzero(show):
+        members[int(top_of[j])].append(int(j))
 
     def box_children(b: int) -> list[int]:
         last = members[b][-1]  # the chain's bottom node owns the children

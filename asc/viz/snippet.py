@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from asc.explain import Explanation
 from asc.viz.colors import COLORSCALE, NO_VALUE, value_color
 from asc.viz.layout import TreeLayout, tree_layout
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 __all__ = ["tree_figure", "sequence_html", "category_figure", "node_label"]
 
@@ -61,7 +64,7 @@ def _hover(ex: Explanation, members: tuple[int, ...], values: np.ndarray, value_
 def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial", max_depth: int | None = None,
                 collapse_unary: bool = False, selected: int | None = None, layout: TreeLayout | None = None,
                 values: np.ndarray | None = None, colorscale: str = COLORSCALE, cmin: float = 0.0, cmax: float = 1.0,
-                value_label: str | None = None, title: str | None = None):
+                value_label: str | None = None, title: str | None = None) -> go.Figure:
     """Node-link drawing of the AST, left to right, nodes colored by their AsC-Eval value.
 
     ``customdata`` of the node traces holds the node id (for click selection). Valued nodes are one
@@ -180,7 +183,8 @@ def sequence_html(ex: Explanation, selected: int | None = None, n_prompt: int | 
     return "".join(out)
 
 
-def category_figure(values: dict[str, float], threshold: float = 0.6, title: str = "AsC-Eval per category"):
+def category_figure(values: dict[str, float], threshold: float = 0.6,
+                    title: str = "AsC-Eval per category") -> go.Figure:
     """Bar per category on the fixed 0-1 scale with the threshold line; absent categories are labelled."""
     import plotly.graph_objects as go
 

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +40,11 @@ from probes.codesyntax.heads import HeadScorer, HeadScores, baseline_scores, spl
 from probes.codesyntax.relations import extract_many
 from probes.codesyntax.samples import Sample
 from probes.features import PROBE_MAX_TOKENS, model_key
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from asc.models import ModelBundle
 
 __all__ = ["AttentionRun", "attention_job", "attention_runs", "load_attention_run", "relation_table", "run_attention", "snippet_attention", "sub_to_word"]
 
@@ -65,7 +71,7 @@ def sub_to_word(sample: Sample, start: np.ndarray, end: np.ndarray, special: np.
     return out
 
 
-def snippet_attention(bundle, sample: Sample, *, max_tokens: int = PROBE_MAX_TOKENS) -> np.ndarray:
+def snippet_attention(bundle: ModelBundle, sample: Sample, *, max_tokens: int = PROBE_MAX_TOKENS) -> np.ndarray:
     """Word-level attention ``(layers, heads, n_words, n_words)`` of ``sample.code`` (see the module doc)."""
     import torch
 
@@ -99,7 +105,7 @@ class AttentionRun:
     folder: Path
     meta: dict
     scores: HeadScores
-    baselines: object  # pandas DataFrame (relation, metric, k, offset, keyword, combined, joint, ...)
+    baselines: Any  # pandas DataFrame (relation, metric, k, offset, keyword, combined, joint, ...)
     samples: tuple[Sample, ...]
     splits: tuple[str, ...]
 
@@ -108,7 +114,7 @@ class AttentionRun:
         return str(self.meta.get("model", self.folder.name))
 
 
-def run_attention(bundle, codes: Sequence[str], out: str | Path, *, corpus: str = "", spec: str = "",
+def run_attention(bundle: ModelBundle, codes: Sequence[str], out: str | Path, *, corpus: str = "", spec: str = "",
                   ks: Sequence[int] = range(1, 21),
                   val_fraction: float = 0.5, seed: int = 0, max_tokens: int = PROBE_MAX_TOKENS,
                   on_progress: Callable[[str, int, int], None] | None = None,
@@ -162,10 +168,11 @@ def run_attention(bundle, codes: Sequence[str], out: str | Path, *, corpus: str 
 
 
 def attention_job(corpus: str, out: str | Path, *, spec: str = "", limit: int | None = 200, max_lines: int = 40,
-                  seed: int = 0, max_tokens: int = PROBE_MAX_TOKENS):
+                  seed: int = 0, max_tokens: int = PROBE_MAX_TOKENS,
+                  ) -> Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None]:
     """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.corpus.jobs.JobQueue.submit_call`: loads the corpus
     and runs :func:`run_attention` into ``out``."""
-    def call(bundle, on_progress, should_stop) -> None:
+    def call(bundle: ModelBundle, on_progress: Callable[[str, int, int], None], should_stop: Callable[[], bool]) -> None:
         from asc.corpus.sources import load_corpus
 
         on_progress("loading corpus", 0, 1)
@@ -201,7 +208,7 @@ def load_attention_run(folder: str | Path) -> AttentionRun:
                         tuple(d.get("split", "test") for d in docs))
 
 
-def relation_table(run: AttentionRun, metric: str = "first", k: int = 1, min_edges: int = 1):
+def relation_table(run: AttentionRun, metric: str = "first", k: int = 1, min_edges: int = 1) -> pd.DataFrame:
     """CodeSyntax Tables 3/6: per relation, the best head (chosen on val) and its test score next to the
     offset, keyword and combined baselines, and model minus combined; a last row ``mean`` over relations."""
     import pandas as pd

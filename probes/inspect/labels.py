@@ -48,6 +48,7 @@ NPT_BINS = ((1, 1, "1"), (2, 2, "2"), (3, 3, "3"), (4, 6, "4-6"), (7, 8, "7-8"),
 
 # ---------------------------------------------------------------------------------------------- parsing helpers
 _CODE_KINDS = {tokenize.NAME, tokenize.NUMBER, tokenize.STRING, tokenize.OP}
+_Function = ast.FunctionDef | ast.AsyncFunctionDef  # a snippet's function, see function_node
 
 
 def code_token_list(source: str) -> list[PyToken] | None:
@@ -91,7 +92,7 @@ def unique_operators(source: str) -> set[str]:
     return {t.string for t in code_token_list(source) or () if t.string in _OPERATORS and t.kind != tokenize.STRING}
 
 
-def unique_variables(source) -> set[str]:
+def unique_variables(source: str | _Function) -> set[str]:
     """VCU: distinct names bound in the function: parameters and Name targets, minus def/class/import names."""
     names: set[str] = set()
     other: set[str] = set()
@@ -115,7 +116,7 @@ _STRUCTURES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.
                getattr(ast, "TryStar", ast.Try))
 
 
-def code_structures(source) -> int:
+def code_structures(source: str | _Function) -> int:
     """CSC: number of if (each elif counts), for, while, try, with and match statements, nested defs included."""
     return sum(isinstance(node, _STRUCTURES) for node in ast.walk(_as_function(source)))
 
@@ -146,14 +147,15 @@ def _depth(stmts, depth: int, lines) -> int:
     return best
 
 
-def max_depth(source: str, func=None) -> int:
+def max_depth(source: str, func: _Function | None = None) -> int:
     """MXN: deepest statement nesting; the function body is 1, `elif` stays at its `if`'s level."""
     func = function_node(source) if func is None else func
+    assert func is not None, "max_depth needs a snippet that parses as a function"
     lines = source.encode("utf-8").split(b"\n")
     return _depth(func.body, 1, lines)
 
 
-def decision_points(source) -> int:
+def decision_points(source: str | _Function) -> int:
     """CPX: McCabe decision points (CCN - 1): if/elif, ternary, for, while, except, comprehension for/if,
     each extra `and`/`or` operand, match case; nested functions included."""
     total = 0
@@ -213,12 +215,12 @@ def _np_stmt(s) -> int:
     return _np_expr(s)
 
 
-def npath(source) -> int:
+def npath(source: str | _Function) -> int:
     """NPT: NPath complexity (Nejmeh 1988, PMD rules adapted to Python; see the module docstring)."""
     return _np_block(_as_function(source).body)
 
 
-def identifier_kinds(source) -> dict[str, set[str]]:
+def identifier_kinds(source: str | _Function) -> dict[str, set[str]]:
     """IDN harvest of one function: identifiers seen as module, class, function and variable names."""
     func = _as_function(source)
     kinds: dict[str, set[str]] = {k: set() for k in IDN_CLASSES}
@@ -285,7 +287,8 @@ def _misspellings(word: str, taken: set[str]) -> list[str]:
                   and not hasattr(builtins, w))
 
 
-def mutation_sites(task: str, source: str, toks: list[PyToken] | None = None, func=None) -> list[tuple]:
+def mutation_sites(task: str, source: str, toks: list[PyToken] | None = None,
+                   func: _Function | None = None) -> list[tuple]:
     """Where ``task`` (TYP, REA, JBL, SRI, SRK, SCK) can mutate ``source``: (token index, replacements) pairs,
     or for JBL (index of the first of two tokens, ()). Empty when the mutation is impossible."""
     toks = code_token_list(source) if toks is None else toks
@@ -293,6 +296,7 @@ def mutation_sites(task: str, source: str, toks: list[PyToken] | None = None, fu
         return []
     if task == "TYP":
         func = function_node(source) if func is None else func
+        assert func is not None, "TYP sites need a snippet that parses as a function"
         lines = source.split("\n")
         where = {(n.lineno, n.col_offset) for n in ast.walk(func) if isinstance(n, ast.Name) and n.id in BUILTIN_TYPES}
         taken = {t.string for t in toks if t.kind == tokenize.NAME}
@@ -319,12 +323,14 @@ def mutation_sites(task: str, source: str, toks: list[PyToken] | None = None, fu
     return [s for s in sites if task == "JBL" or s[1]]
 
 
-def mutate(task: str, source: str, rng: np.random.Generator, sites=None, toks=None) -> str | None:
+def mutate(task: str, source: str, rng: np.random.Generator, sites: list[tuple] | None = None,
+           toks: list[PyToken] | None = None) -> str | None:
     """One random mutation of ``source`` for ``task`` (spans from tokenize, never in strings or comments)."""
     toks = code_token_list(source) if toks is None else toks
     sites = mutation_sites(task, source, toks) if sites is None else sites
     if not sites:
         return None
+    assert toks is not None, "sites index tokens, so the source tokenizes"
     i, replacements = sites[int(rng.integers(len(sites)))]
     a = toks[i]
     if task == "JBL":

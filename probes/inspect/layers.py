@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,13 +30,19 @@ from asc.errors import InputError
 from probes.features import PROBE_MAX_TOKENS, cached_features, default_pooling, model_key
 from probes.inspect.linear import ProbeResult, load_probes, save_probes, train_probes
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from asc.models import ModelBundle
+    from probes.inspect.taskfile import Task
+
 __all__ = ["best_layer_table", "build_tasks", "layer_job", "load_results", "normalized_table", "result_path",
            "results_table", "run_layers"]
 
 log = logging.getLogger(__name__)
 
 
-def result_path(out: str | Path, bundle, task_name: str, pooling: str) -> Path:
+def result_path(out: str | Path, bundle: ModelBundle, task_name: str, pooling: str) -> Path:
     return Path(out) / model_key(bundle) / f"{task_name}-{pooling}.json"
 
 
@@ -45,7 +52,7 @@ def _tokenizer_id(tokenizer) -> dict:
 
 
 def build_tasks(names: Sequence[str], corpus: str = "stdlib", size: int = 1000, seed: int = 0,
-                task_files: Sequence[str | Path] = ()) -> list:
+                task_files: Sequence[str | Path] = ()) -> list[Task]:
     """INSPECT tasks by name (``"all"`` for the 15) built from ``corpus``, then external TSV task files.
 
     Raises ``ValueError`` listing the valid names for an unknown task, and for an empty selection.
@@ -74,12 +81,13 @@ def build_tasks(names: Sequence[str], corpus: str = "stdlib", size: int = 1000, 
 
 
 def layer_job(names: Sequence[str], out: str | Path, *, corpus: str = "stdlib", size: int = 1000, seed: int = 0,
-              task_files: Sequence[str | Path] = (), pooling: str | None = None, max_tokens: int = PROBE_MAX_TOKENS):
+              task_files: Sequence[str | Path] = (), pooling: str | None = None, max_tokens: int = PROBE_MAX_TOKENS,
+              ) -> Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None]:
     """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.corpus.jobs.JobQueue.submit_call`: builds the
     tasks, then :func:`run_layers` into ``out``."""
     names, task_files = tuple(names), tuple(task_files)
 
-    def call(bundle, on_progress, should_stop) -> None:
+    def call(bundle: ModelBundle, on_progress: Callable[[str, int, int], None], should_stop: Callable[[], bool]) -> None:
         on_progress("building tasks", 0, 1)
         tasks = build_tasks(names, corpus, size, seed, task_files)
         run_layers(bundle, tasks, out, pooling=pooling, seed=seed, max_tokens=max_tokens, corpus=corpus,
@@ -88,7 +96,11 @@ def layer_job(names: Sequence[str], out: str | Path, *, corpus: str = "stdlib", 
     return call
 
 
-def run_layers(bundle, tasks: Sequence, out: str | Path, *, pooling: str | None = None, seed: int = 0,
+def _write_json(path: Path, doc: dict) -> None:
+    write_atomic(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=1, default=str)))
+
+
+def run_layers(bundle: ModelBundle, tasks: Sequence[Task], out: str | Path, *, pooling: str | None = None, seed: int = 0,
                max_tokens: int = PROBE_MAX_TOKENS, corpus: str = "",
                on_progress: Callable[[str, int, int], None] | None = None,
                should_stop: Callable[[], bool] | None = None) -> list[ProbeResult]:
@@ -114,7 +126,7 @@ def run_layers(bundle, tasks: Sequence, out: str | Path, *, pooling: str | None 
         if not tsv.exists():
             tsv.parent.mkdir(parents=True, exist_ok=True)
             task.to_tsv(tsv)
-            write_atomic(tsv.with_suffix(".json"), lambda tmp, meta=task.meta: tmp.write_text(json.dumps(meta, indent=1, default=str)))
+            _write_json(tsv.with_suffix(".json"), task.meta)
 
         def feat_progress(done: int, total: int, name: str = task.name) -> None:
             if on_progress:
@@ -153,7 +165,7 @@ def load_results(out: str | Path) -> list[ProbeResult]:
     return [load_probes(p) for p in paths]
 
 
-def results_table(results: Sequence[ProbeResult]):
+def results_table(results: Sequence[ProbeResult]) -> pd.DataFrame:
     """Long table: model, task, pooling, layer, accuracy, dev, control, selectivity, majority, l2, n_layers, depth."""
     import pandas as pd
 
@@ -171,7 +183,7 @@ def results_table(results: Sequence[ProbeResult]):
                                        "best_layer"])
 
 
-def best_layer_table(results: Sequence[ProbeResult]):
+def best_layer_table(results: Sequence[ProbeResult]) -> pd.DataFrame:
     """model x task: test accuracy at the layer chosen on dev, with that layer and the control accuracy.
 
     Returns a long table (model, task, layer, accuracy, control_accuracy, majority, max_layer,
@@ -189,7 +201,7 @@ def best_layer_table(results: Sequence[ProbeResult]):
                                        "max_layer", "max_accuracy"])
 
 
-def normalized_table(best, baseline: str):
+def normalized_table(best: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Paper Table III: per task, 100 * (acc - baseline acc) / (best model's acc - baseline acc).
 
     ``best`` is :func:`best_layer_table`'s output. The baseline model scores 0 and the task's best

@@ -71,7 +71,7 @@ class Task:
             raise InputError(f"unknown split {split!r}: use one of {', '.join(TASK_SPLITS)}")
         return np.flatnonzero(self.split == split)
 
-    def to_tsv(self, path) -> None:
+    def to_tsv(self, path: str | Path) -> None:
         """Write ``split<TAB>label<TAB>text`` rows after a ``#asc-studio escaped`` line; see the module doc."""
         rows = [TSV_HEADER] + [f"{s}\t{_escape(self.labels[c])}\t{_escape(t)}"
                                for s, c, t in zip(self.split.tolist(), self.y.tolist(), self.texts)]
@@ -90,7 +90,7 @@ def _unescape(text: str) -> str:
     return re.sub(r"\\([\\ntr])", lambda m: _UNESCAPES[m.group(1)], text)
 
 
-def load_tsv(path, name: str | None = None) -> Task:
+def load_tsv(path: str | Path, name: str | None = None) -> Task:
     """Read an INSPECT file (raw) or one written by :meth:`Task.to_tsv` (escaped); malformed rows are skipped."""
     path = Path(path)
     lines = path.read_bytes().decode("utf-8-sig").split("\n")  # no newline translation: a CR stays in its row

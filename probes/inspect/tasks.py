@@ -80,6 +80,7 @@ sorts labels naturally (numbers as numbers).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import logging
 import re
@@ -171,6 +172,12 @@ class _Builder:
                      "n_snippets": len(snippets), "n_usable": len(self.ok), "short_chars": SHORT_CHARS,
                      "snippets_digest": hashlib.sha256("\n".join(s.id for s in snippets).encode()).hexdigest()[:16]}
 
+    def func(self, i: int) -> ast.FunctionDef | ast.AsyncFunctionDef:
+        """The function of snippet ``i``, one of ``self.ok`` (those parse as a function)."""
+        f = self.funcs[i]
+        assert f is not None, "only snippets in self.ok have a function"
+        return f
+
     def per_class(self, available: dict[str, int], n_classes: int) -> int:
         """Samples per class: size // n_classes, shrunk (with a warning) to the rarest class's availability."""
         want = self.size // n_classes
@@ -183,7 +190,7 @@ class _Builder:
             raise InputError(f"task {self.name}: only {k} sample(s) for the rarest class ({available}); at least "
                              f"{MIN_PER_CLASS} per class are needed: use a bigger corpus such as 'stdlib'")
         if k < want:
-            rare = min(available, key=available.get)
+            rare = min(available, key=available.__getitem__)
             self.warn(f"task {self.name}: class {rare!r} has only {available[rare]} eligible samples, so every "
                       f"class gets {k} instead of {want} (balanced)")
         return k
@@ -227,7 +234,9 @@ class _Builder:
         eligible: list[tuple[int, list, list]] = []
         for i in _prefer_short(self.ok, self.lengths, self.rng):
             toks = code_token_list(self.snippets[i].source)
-            sites = mutation_sites(self.name, self.snippets[i].source, toks, self.funcs[i]) if toks else []
+            if not toks:
+                continue
+            sites = mutation_sites(self.name, self.snippets[i].source, toks, self.funcs[i])
             if sites:
                 eligible.append((i, toks, sites))
                 if len(eligible) == 2 * want:
@@ -240,7 +249,9 @@ class _Builder:
             for (i, toks, sites), s in zip(group, _split_labels(k)):
                 text = self.snippets[i].source
                 if c:
-                    text = mutate(self.name, text, self.rng, sites, toks)
+                    mutated = mutate(self.name, text, self.rng, sites, toks)
+                    assert mutated is not None  # sites is non-empty, so a mutation always exists
+                    text = mutated
                 rows.append((text, c, s, self.snippets[i].id))
         self.meta["n_long"] = sum(len(r[0]) > SHORT_CHARS for r in rows)
         return self.finish(_BINARY, rows)
@@ -278,7 +289,7 @@ class _Builder:
         that supplies ``want`` samples, else the one supplying most. Returns (plan, capacity)."""
         n = len(toks)
         n_va = max(1, int(round(n * 0.2)))
-        best = (None, -1)
+        best: tuple[dict[str, list] | None, int] = (None, -1)
         for _ in range(tries):
             order = [toks[j] for j in self.rng.permutation(n)]
             plan = {"tr": sorted(order[2 * n_va:]), "va": sorted(order[n_va:2 * n_va]), "te": sorted(order[:n_va])}
@@ -305,7 +316,7 @@ class _Builder:
         seen: dict[str, set[str]] = defaultdict(set)
         first: dict[str, str] = {}
         for i in self.ok:
-            for kind, names in identifier_kinds(self.funcs[i]).items():
+            for kind, names in identifier_kinds(self.func(i)).items():
                 for name in names:
                     seen[name].add(kind)
                     first.setdefault(name, self.snippets[i].id)
@@ -350,15 +361,15 @@ def build_task(name: str, snippets: Sequence[Snippet], size: int = 1000, seed: i
     elif name == "OCU":
         task = b.by_label([str(v) for v in range(10)], lambda i: _exact(len(unique_operators(src[i])), 0, 9))
     elif name == "VCU":
-        task = b.by_label([str(v) for v in range(1, 11)], lambda i: _exact(len(unique_variables(b.funcs[i])), 1, 10))
+        task = b.by_label([str(v) for v in range(1, 11)], lambda i: _exact(len(unique_variables(b.func(i))), 1, 10))
     elif name == "CSC":
-        task = b.by_label([str(v) for v in range(10)], lambda i: _exact(code_structures(b.funcs[i]), 0, 9))
+        task = b.by_label([str(v) for v in range(10)], lambda i: _exact(code_structures(b.func(i)), 0, 9))
     elif name == "MXN":
         task = b.by_label(["1", "2", "3", "4", "5+"],
                           lambda i: str(min(max_depth(src[i], b.funcs[i]), 5)).replace("5", "5+"))
     elif name == "CPX":
-        task = b.by_label([str(v) for v in range(10)], lambda i: _exact(decision_points(b.funcs[i]), 0, 9))
+        task = b.by_label([str(v) for v in range(10)], lambda i: _exact(decision_points(b.func(i)), 0, 9))
     else:
-        task = b.by_label([lab for _, _, lab in NPT_BINS], lambda i: _bin(npath(b.funcs[i]), NPT_BINS))
+        task = b.by_label([lab for _, _, lab in NPT_BINS], lambda i: _bin(npath(b.func(i)), NPT_BINS))
     task.meta["build_seconds"] = round(time.perf_counter() - start, 3)
     return task
