@@ -1,6 +1,11 @@
-"""Shared fixtures: the in-process tiny random model, with and without a BOS token.
+"""Shared fixtures: the in-process tiny random model, with and without a BOS token; small real runs.
 
 Every test runs offline (``HF_HUB_OFFLINE=1`` is set before transformers is imported).
+
+A guard fails any test that loads an embedded real model (SmolLM2, Gemma, MiniLM), directly or through
+a fixture, without ``@pytest.mark.real``: ``-m "not real"`` must stay fast and model-free. The tiny
+random model, local folders and hub ids are not guarded. The guard sees loads in this process only
+(a ``python -m asc`` subprocess is not watched).
 """
 
 from __future__ import annotations
@@ -19,6 +24,89 @@ import pytest  # noqa: E402
 
 from asc.models import tiny_random_model  # noqa: E402
 
+# ------------------------------------------------------------------------------------------ real-model guard
+
+_state: dict = {"item": None, "violations": {}}
+
+
+def real_model_names() -> frozenset[str]:
+    """The embedded models with real weights (every embedded name but the tiny random model)."""
+    from asc.models import EMBEDDED
+
+    return frozenset(name for name in EMBEDDED if name != "tiny-random")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Remember the running test before its fixtures are set up (they may load models too)."""
+    _state["item"] = item
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    _state["item"] = None
+
+
+def _check_real_load(name: str) -> None:
+    item = _state["item"]
+    if name not in real_model_names() or item is None or item.get_closest_marker("real") is not None:
+        return
+    message = (f"{item.nodeid} loads the real model {name!r} but is not marked @pytest.mark.real "
+               "(use the tiny model, or mark the test real)")
+    _state["violations"].setdefault(item.nodeid, message)
+    pytest.fail(message, pytrace=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _guard_real_models():
+    """Wrap the loaders ``asc.models.load_model`` calls for embedded names (GGUF files and model folders)."""
+    import asc.models as models
+
+    from_gguf, from_folder = models._from_gguf, models._from_folder
+
+    def guarded_gguf(name, *args, **kwargs):
+        _check_real_load(name)
+        return from_gguf(name, *args, **kwargs)
+
+    def guarded_folder(name, *args, **kwargs):
+        _check_real_load(name)
+        return from_folder(name, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(models, "_from_gguf", guarded_gguf)
+        mp.setattr(models, "_from_folder", guarded_folder)
+        yield
+
+
+_FAILED = pytest.StashKey[bool]()  # the test's setup or call already failed (and said why)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when in ("setup", "call") and report.failed:
+        item.stash[_FAILED] = True
+    return report
+
+
+@pytest.fixture(autouse=True)
+def _no_swallowed_real_load(request):
+    """Fail in teardown where the test (or a worker thread, or app code) caught the guard's failure."""
+    yield
+    message = _state["violations"].pop(request.node.nodeid, None)
+    if message and not request.node.stash.get(_FAILED, False):
+        pytest.fail(message, pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _local_mode(monkeypatch):
+    """Tests run the app in local mode (free-text models and paths): AppTest has no server address, which the
+    app reads as shared. tests/attacks/test_shared_mode.py sets ``ASC_SHARED=1`` where it tests shared mode."""
+    monkeypatch.setenv("ASC_SHARED", "0")
+
+
+# ------------------------------------------------------------------------------------------ models and runs
+
 
 @pytest.fixture(scope="session")
 def tiny():
@@ -34,7 +122,7 @@ def tiny_bos():
 
 @pytest.fixture(scope="session")
 def runs_dir(tmp_path_factory):
-    """Run folders ``smol`` (the real SmolLM2) and ``tiny`` on the same 5 HumanEval problems."""
+    """Run folders ``smol`` (the real SmolLM2) and ``tiny`` on the same 5 HumanEval problems (tests: ``real``)."""
     from asc import load_corpus, load_model, run_corpus
 
     root = tmp_path_factory.mktemp("runs")
@@ -42,3 +130,11 @@ def runs_dir(tmp_path_factory):
     run_corpus(load_model("smollm2-135m"), snippets, root / "smol", corpus="humaneval", progress=False)
     run_corpus(tiny_random_model(), snippets, root / "tiny", corpus="humaneval", progress=False)
     return root
+
+
+@pytest.fixture(scope="session")
+def runs(runs_dir):
+    """The two runs of :func:`runs_dir` loaded: (SmolLM2, tiny model)."""
+    from asc import load_run
+
+    return load_run(runs_dir / "smol"), load_run(runs_dir / "tiny")

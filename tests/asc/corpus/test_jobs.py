@@ -1,0 +1,127 @@
+"""asc.corpus.jobs: the background queue (one job at a time), its kinds, cancellation and failures."""
+
+import json
+import logging
+import threading
+
+import pytest
+
+from asc.corpus import load_run
+from asc.corpus.jobs import JobKind, JobQueue, run_folder
+from asc.errors import InputError
+
+
+def _queue():
+    from asc import tiny_random_model
+
+    return JobQueue(lambda spec: tiny_random_model())
+
+
+def test_job_queue_runs_in_background_and_resumes(tmp_path, monkeypatch):
+    from asc import tiny_random_model
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(json.dumps({"id": f"s{i}", "code": f"def f{i}(x):\n    return x + {i}\n"})
+                                for i in range(6)))
+    queue = JobQueue(lambda spec: tiny_random_model())
+    job = queue.submit("tiny-random", str(corpus), None, tmp_path / "runs", batch_size=2)
+    assert queue.wait(120) and job.status == "done" and job.done == job.total == 6
+    assert job.out == run_folder(tmp_path / "runs", "tiny-random", str(corpus), None)
+    assert len(load_run(job.out).snippets) == 6
+    bad = queue.submit("tiny-random", str(tmp_path / "missing-corpus"), None, tmp_path / "runs")
+    assert queue.wait(60) and bad.status == "failed" and "unknown corpus" in bad.error
+    cancelled = queue.submit("tiny-random", str(corpus), 3, tmp_path / "runs")
+    cancelled.cancel.set()
+    assert queue.wait(60) and cancelled.status == "cancelled"
+
+
+def test_jobs_are_listed_by_kind_in_submission_order(tmp_path):
+    queue = _queue()
+    noop = lambda bundle, progress, stop: None  # noqa: E731
+    a = queue.submit_call(JobKind.LAYERS, "tiny-random", "layers a", tmp_path / "a", noop)
+    b = queue.submit_call("attention", "tiny-random", "heads", tmp_path / "b", noop)  # a kind's value works too
+    c = queue.submit_call(JobKind.LAYERS, "tiny-random", "layers c", tmp_path / "c", noop)
+    assert queue.wait(60)
+    assert queue.jobs() == [a, b, c] and [j.id for j in queue.jobs()] == [1, 2, 3]
+    assert queue.jobs(JobKind.LAYERS) == [a, c]
+    assert queue.jobs(JobKind.ATTENTION) == [b] and b.kind is JobKind.ATTENTION
+    assert queue.jobs(JobKind.EVAL) == []
+    assert all(j.status == "done" and j.finished >= j.started for j in (a, b, c))
+    with pytest.raises(ValueError):
+        queue.submit_call("training", "tiny-random", "nope", tmp_path / "d", noop)
+
+
+def test_a_job_cancelled_before_it_starts_never_runs(tmp_path):
+    queue = _queue()
+    release, started, ran = threading.Event(), threading.Event(), []
+
+    def blocking(bundle, progress, stop):
+        started.set()
+        release.wait(30)
+
+    first = queue.submit_call(JobKind.LAYERS, "tiny-random", "first", tmp_path / "1", blocking)
+    assert started.wait(30)  # the worker is busy with the first job
+    second = queue.submit_call(JobKind.LAYERS, "tiny-random", "second", tmp_path / "2",
+                               lambda bundle, progress, stop: ran.append(True))
+    assert second.status == "queued" and second.active
+    second.cancel.set()
+    release.set()
+    assert queue.wait(60)
+    assert first.status == "done"
+    assert second.status == "cancelled" and not second.active and second.started is None and ran == []
+    assert second.elapsed == 0.0
+
+
+def test_a_running_call_that_sees_the_stop_request_ends_cancelled(tmp_path):
+    queue = _queue()
+    steps, submitted = [], threading.Event()
+
+    def call(bundle, progress, stop):
+        assert submitted.wait(30)  # `job` below is bound
+        for i in range(100):
+            if stop():
+                return
+            progress("work", i + 1, 100)
+            steps.append(i)
+            if i == 2:
+                job.cancel.set()
+
+    job = queue.submit_call(JobKind.ATTENTION, "tiny-random", "stoppable", tmp_path / "o", call)
+    submitted.set()
+    assert queue.wait(60)
+    assert job.status == "cancelled" and steps == [0, 1, 2]
+    assert (job.stage, job.done, job.total) == ("work", 3, 100)
+
+
+def test_user_errors_fail_the_job_with_their_message_and_crashes_are_logged(tmp_path, caplog):
+    queue = _queue()
+
+    def user_error(bundle, progress, stop):
+        raise InputError("task XYZ is unknown: choose from KTX")
+
+    def crash(bundle, progress, stop):
+        raise KeyError("boom")
+
+    with caplog.at_level(logging.ERROR, logger="asc.corpus.jobs"):
+        mistake = queue.submit_call(JobKind.LAYERS, "tiny-random", "mistake", tmp_path / "m", user_error)
+        assert queue.wait(60)
+        assert mistake.status == "failed" and mistake.error == "task XYZ is unknown: choose from KTX"
+        assert not [r for r in caplog.records if r.name == "asc.corpus.jobs"]  # a user mistake is no crash
+        broken = queue.submit_call(JobKind.LAYERS, "tiny-random", "broken", tmp_path / "b", crash)
+        assert queue.wait(60)
+    assert broken.status == "failed" and broken.error == "KeyError: 'boom'"
+    logged = [r for r in caplog.records if r.name == "asc.corpus.jobs"]
+    assert [r.getMessage() for r in logged] == [f"corpus run {broken.id} failed"]
+    assert logged[0].exc_info is not None  # with its traceback
+    # the worker survived both: a later job still runs
+    after = queue.submit_call(JobKind.LAYERS, "tiny-random", "after", tmp_path / "a", lambda b, p, s: None)
+    assert queue.wait(60) and after.status == "done"
+
+
+def test_a_model_that_cannot_be_loaded_fails_the_job(tmp_path):
+    from asc.models import load_model
+
+    queue = JobQueue(load_model)
+    job = queue.submit_call(JobKind.LAYERS, "no-such-model-xyz", "layers", tmp_path / "o", lambda b, p, s: None)
+    assert queue.wait(60)
+    assert job.status == "failed" and "unknown model 'no-such-model-xyz'" in job.error

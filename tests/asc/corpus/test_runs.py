@@ -1,0 +1,73 @@
+"""asc.corpus.runs: Parquet layout, resume, cut chunks, settings guard, meta.json (Table I: test_summary.py)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from asc.align import AlignOptions
+from asc.corpus import load_run, run_corpus
+from asc.errors import CorpusError
+from asc.explain import explain
+from tests.helpers import corpus_snippets
+
+
+def test_run_writes_tables_that_match_explain(tiny, tmp_path):
+    snips = corpus_snippets(5)
+    run_corpus(tiny, snips, tmp_path / "run", corpus="test", batch_size=2, progress=False)
+    run = load_run(tmp_path / "run")
+    assert list(run.snippets["id"]) == [s.id for s in snips]
+    assert run.meta["settings"]["model"]["name"] == "tiny-random"
+    # the batched run gives the same numbers as explaining one snippet alone
+    ex = explain(tiny, snips[3].source)
+    nodes = run.nodes[run.nodes["snippet_id"] == "s3"]
+    np.testing.assert_allclose(nodes["value"].to_numpy(), ex.values, atol=1e-6, equal_nan=True)
+    toks = run.tokens[run.tokens["snippet_id"] == "s3"]
+    np.testing.assert_allclose(toks["prob"].to_numpy(), ex.scores.prob, atol=1e-6, equal_nan=True)
+    assert run.snippets.set_index("id").loc["s3", "loss"] == pytest.approx(ex.loss, abs=1e-6)
+    # absent concepts have no row (missing, not 0); present ones match the snippet's values
+    conc = run.concepts[run.concepts["snippet_id"] == "s3"]
+    cats = conc[conc["kind"] == "category"].set_index("name")["value"]
+    assert "Exceptions" not in cats.index
+    for name, value in ex.category_values.items():
+        if np.isnan(value):
+            assert name not in cats.index
+        else:
+            assert cats[name] == pytest.approx(value)
+    assert 0 < len(cats) < len(ex.category_values)  # some categories present, some absent
+    assert (conc["kind"] == "global").sum() == 1
+
+
+def test_resume_skips_done_snippets_and_cleans_cut_chunks(tiny, tmp_path):
+    out = tmp_path / "run"
+    run_corpus(tiny, corpus_snippets(4), out, batch_size=2, progress=False)
+    # simulate a chunk cut after its token part was written but before its snippets part
+    pd.DataFrame({"snippet_id": ["ghost"]}).to_parquet(out / "tokens" / "part-00009.parquet")
+    calls = []
+    run_corpus(tiny, corpus_snippets(7), out, batch_size=2, progress=False, on_progress=lambda d, t: calls.append((d, t)))
+    run = load_run(out)
+    assert sorted(run.snippets["id"]) == sorted(f"s{i}" for i in range(7))
+    assert run.snippets["id"].is_unique
+    assert "ghost" not in set(run.tokens["snippet_id"])
+    assert calls == [(6, 7), (7, 7)]  # only the 3 new snippets were scored
+
+
+def test_other_settings_are_refused(tiny, tmp_path):
+    out = tmp_path / "run"
+    run_corpus(tiny, corpus_snippets(2), out, progress=False)
+    with pytest.raises(CorpusError, match="other settings"):
+        run_corpus(tiny, corpus_snippets(2), out, aggregate="mean", progress=False)
+    with pytest.raises(CorpusError, match="other settings"):
+        run_corpus(tiny, corpus_snippets(2), out, options=AlignOptions(whitespace="skip"), progress=False)
+
+
+def test_load_run_requires_meta(tmp_path):
+    with pytest.raises(CorpusError, match="meta.json"):
+        load_run(tmp_path)
+
+
+def test_meta_is_json(tiny, tmp_path):
+    run_corpus(tiny, corpus_snippets(1), tmp_path / "r", corpus="x", progress=False)
+    meta = json.loads((tmp_path / "r" / "meta.json").read_text())
+    assert meta["settings"]["corpus"] == "x" and "finished" in meta

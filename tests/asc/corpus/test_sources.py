@@ -1,0 +1,90 @@
+"""asc.corpus.sources: built-in corpora, folders, files and .jsonl, and function extraction."""
+
+import json
+
+import pytest
+
+from asc.corpus.sources import extract_functions, load_corpus
+from asc.errors import CorpusError
+
+PY = '''\
+import os
+
+def outer(a):
+    """Doc."""
+    def inner(b):
+        return b
+    return inner(a)
+
+class K:
+    def method(self, x):
+        if x:
+            return 1
+        return 2
+'''
+
+
+def test_extracts_top_level_functions_and_methods_dedented():
+    funcs = extract_functions(PY, "python", "m.py", min_lines=None, max_lines=None)
+    assert [f.name for f in funcs] == ["outer", "method"]  # inner stays inside outer
+    method = funcs[1]
+    assert method.source.startswith("def method(self, x):\n    if x:")
+    assert method.line == 10 and method.id == "m.py:10"
+    assert "def inner" in funcs[0].source
+
+
+def test_line_filters():
+    funcs = extract_functions(PY, "python", min_lines=5, max_lines=60)
+    assert [f.name for f in funcs] == ["outer"]
+    assert extract_functions(PY, "python", min_lines=1, max_lines=3) == []
+
+
+def test_java_methods():
+    src = "class A {\n  A() { x = 1; }\n  int f(int a) {\n    return a + 1;\n  }\n}\n"
+    funcs = extract_functions(src, "java", min_lines=None, max_lines=None)
+    assert [f.name for f in funcs] == ["A", "f"]
+    assert funcs[1].source.startswith("int f(int a) {")
+
+
+def test_folder_corpus_skips_invalid_utf8(tmp_path, caplog):
+    (tmp_path / "good.py").write_text(PY)
+    (tmp_path / "bad.py").write_bytes(b"def f():\n    return '\xff'\n" * 3)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "J.java").write_text("class J {\n  int g() {\n    int a = 1;\n    return a;\n  }\n}\n")
+    snips = load_corpus(str(tmp_path), min_lines=1)
+    assert {s.name for s in snips} == {"outer", "method", "g"}
+    assert {s.language for s in snips} == {"python", "java"}
+    assert "bad.py" in caplog.text and "UTF-8" in caplog.text
+
+
+def test_jsonl_corpus_skips_malformed_rows(tmp_path, caplog):
+    p = tmp_path / "c.jsonl"
+    p.write_text(json.dumps({"id": "a", "code": "x = 1\n"}) + "\n{broken\n" + json.dumps({"nocode": 1}) + "\n"
+                 + json.dumps({"code": "y = 2\n", "language": "python"}) + "\n")
+    snips = load_corpus(str(p))
+    assert [s.id for s in snips] == ["a", "c.jsonl:4"]
+    assert caplog.text.count("skipped") == 2
+
+
+def test_duplicates_dropped_and_limit(tmp_path):
+    p = tmp_path / "c.jsonl"
+    p.write_text("\n".join(json.dumps({"code": c}) for c in ["a = 1\n", "a = 1\n", "b = 2\n", "c = 3\n"]))
+    assert [s.source for s in load_corpus(str(p))] == ["a = 1\n", "b = 2\n", "c = 3\n"]
+    assert len(load_corpus(str(p), limit=2)) == 2
+
+
+def test_builtin_corpora():
+    he = load_corpus("humaneval")
+    assert len(he) == 164 and he[0].id == "HumanEval/0"
+    assert he[0].source.startswith("def has_close_elements(")
+    assert "return False" in he[0].source  # canonical solution included
+    algos = load_corpus("algorithms")
+    assert len(algos) > 700
+    assert all(5 <= s.n_lines <= 60 for s in algos)
+    std = load_corpus("stdlib", limit=50)
+    assert len(std) == 50 and len({s.id for s in std}) == 50
+
+
+def test_unknown_corpus_lists_forms():
+    with pytest.raises(CorpusError, match="humaneval, algorithms, stdlib"):
+        load_corpus("nope-corpus")

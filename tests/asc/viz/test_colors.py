@@ -1,0 +1,59 @@
+"""asc.viz.colors: the fixed red-to-blue value scale (RdYlBu, 0..1, to the nearest 0.001), grey for missing
+values, and the model palette."""
+
+import math
+import re
+
+import numpy as np
+import pytest
+from plotly.colors import sample_colorscale
+
+from asc.viz import COLORSCALE, MODEL_COLORS, NO_VALUE, value_color
+from tests.helpers import rgb as _rgb
+
+
+def test_value_color_scale_ends():
+    r0, _g0, b0 = _rgb(value_color(0.0))
+    r1, _g1, b1 = _rgb(value_color(1.0))
+    assert r0 > b0 + 50, "0 (poorly predicted) should be red"
+    assert b1 > r1 + 50, "1 (confident) should be blue"
+    # the scale is monotone from red to blue at the ends, and clipped outside [0, 1]
+    assert value_color(-0.5) == value_color(0.0) and value_color(7.0) == value_color(1.0)
+    assert value_color(1) == value_color(1.0)
+    assert value_color(0.25) != value_color(0.75)
+
+
+@pytest.mark.parametrize("missing", [None, float("nan"), math.nan, np.float64("nan")])
+def test_value_color_missing_is_grey(missing):
+    assert value_color(missing) == NO_VALUE
+
+
+def test_value_color_numpy_float32_nan_is_grey():
+    # float32 arrays (e.g. values computed in half/single precision) give np.float32 NaN, not a float
+    assert value_color(np.float32("nan")) == NO_VALUE
+
+
+@pytest.mark.parametrize("value", [0.0, 0.001, 0.25, 0.5, 0.6, 0.999, 1.0])
+def test_value_color_is_plotlys_rdylbu_at_that_value(value):
+    assert COLORSCALE == "RdYlBu"
+    assert value_color(value) == sample_colorscale(COLORSCALE, [value])[0]
+
+
+def test_value_color_rounds_to_the_nearest_thousandth():
+    assert value_color(0.1234) == value_color(0.123) != value_color(0.124)
+    assert value_color(0.1236) == value_color(0.124)
+    assert value_color(np.float32(0.5)) == value_color(0.5) == value_color(np.float64(0.5))
+    assert value_color(True) == value_color(1.0)  # anything float() takes
+
+
+def test_every_value_color_is_an_rgb_string_and_no_value_is_grey():
+    colors = {value_color(v) for v in np.linspace(0, 1, 101)}
+    assert all(re.fullmatch(r"rgb\(\d+, ?\d+, ?\d+\)", c) for c in colors)
+    assert len(colors) > 50 and NO_VALUE not in colors
+    r, g, b = (int(NO_VALUE[i:i + 2], 16) for i in (1, 3, 5))
+    assert r == g == b  # a neutral grey, not on the red-yellow-blue scale
+
+
+def test_model_colors_are_distinct_hex_colors():
+    assert len(MODEL_COLORS) == 6 and len(set(MODEL_COLORS)) == 6
+    assert all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in MODEL_COLORS) and NO_VALUE not in MODEL_COLORS

@@ -1,0 +1,278 @@
+"""End-to-end: the real app in Debian's chromium, driven by Playwright, on the SmolLM2 default.
+
+Opens the inspector, explains the example, clicks a node in the partial AST, downloads the tokens
+CSV; opens Compare with the two embedded models (SmolLM2, Gemma) and the Global page on a small
+SmolLM2 run; on a fresh runs folder, opens /inspector directly and runs the Global page's one-click
+demo until its figures appear; saves screenshots under test-output/. Marked ``browser`` (and ``real``: SmolLM2 and Gemma
+load); deselect with ``-m "not browser"``. Skipped (with the reason) where chromium is missing;
+`make test` installs it.
+"""
+
+import csv
+import io
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT
+
+CHROMIUM = "/usr/bin/chromium"
+OUT = ROOT / "test-output"
+pytestmark = [pytest.mark.real, pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test does)")]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(env: dict, log_name: str):
+    """Start the app with ``env``; yields its URL, stops it afterwards."""
+    port = _free_port()
+    OUT.mkdir(exist_ok=True)
+    log = open(OUT / log_name, "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def server(runs_dir):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ASC_RUNS_DIR": str(runs_dir)}  # small real results (conftest)
+    env.pop("ASC_MODEL", None)  # the embedded default: SmolLM2-135M
+    yield from _serve(env, "streamlit.log")
+
+
+@pytest.fixture(scope="module")
+def fresh_server(tmp_path_factory):
+    """The app as on a fresh install: an empty runs folder, the embedded default model (SmolLM2-135M)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ASC_RUNS_DIR": str(tmp_path_factory.mktemp("fresh-runs"))}
+    env.pop("ASC_MODEL", None)
+    yield from _serve(env, "streamlit-fresh.log")
+
+
+@pytest.fixture(scope="module")
+def study_server(tmp_path_factory):
+    """The app in study mode on a two-sample study prepared with SmolLM2, a fresh SQLite file and a password."""
+    from asc.models import load_model
+    from asc.study.definition import load_study
+    from asc.study.frozen import frozen_path, prepare_study, save_frozen
+
+    root = tmp_path_factory.mktemp("study")
+    study = root / "study.yaml"
+    study.write_text(STUDY)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ASC_STUDY_MODE": "1", "ASC_STUDY": str(study),
+           "ASC_STUDY_DIR": str(root / "data"), "ASC_STUDY_PASSWORD": "e2e-secret"}
+    definition = load_study(study)
+    target = frozen_path(definition, root / "data")
+    target.parent.mkdir(parents=True)
+    save_frozen(prepare_study(definition, load_model("smollm2-135m")), target)
+    yield from _serve(env, "streamlit-study.log")
+
+
+STUDY = """\
+id: e2e-study
+title: Rate a visualization
+model: smollm2-135m
+consent: You agree to rate two completions.
+groups:
+  - {id: S1, name: Sequence, view: sequence}
+background:
+  - {id: python, text: "How proficient are you in Python?", choices: [Novice, Intermediate, Expert]}
+ratings:
+  - {id: useful, text: "The visualization is useful to explain the model's prediction"}
+comment: {id: comment, text: "Anything else?"}
+samples:
+  - {id: count, prompt: "def count_chars(string, character):\\n    count = 0\\n"}
+  - {id: pal, prompt: "def is_palindrome(text):\\n", completion: "    return text == text[::-1]\\n"}
+"""
+
+
+def _idle(page, timeout=180_000):
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+
+
+def _open(browser, url: str, title: str, **kwargs):
+    """A new session on ``url``, once its page has rendered (a fresh session reports idle before its first run)."""
+    page = browser.new_page(viewport={"width": 1500, "height": 1100}, **kwargs)
+    page.goto(url)
+    page.wait_for_selector(f"h1:has-text('{title}')", timeout=120_000)
+    _idle(page)
+    return page
+
+
+def _charts(page, n: int) -> None:
+    """Wait until ``n`` plotly charts are mounted (they load lazily)."""
+    page.wait_for_function(f"document.querySelectorAll(\"[data-testid='stPlotlyChart']\").length >= {n}",
+                           timeout=60_000)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    OUT.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        yield b
+        b.close()
+
+
+def test_inspector_in_chromium(server, browser):
+    page = _open(browser, server, "Completion inspector", accept_downloads=True)
+    page.get_by_role("button", name="Explain").click()
+    page.wait_for_selector("[data-testid='stMetric']", timeout=180_000)
+    _idle(page)
+    assert page.locator("pre.asc-seq span[data-token]").count() > 30
+    assert page.locator("[data-testid='stException']").count() == 0
+
+    # click a node of the partial AST: the details panel names it and the sequence view outlines its tokens
+    tree = page.locator(".st-key-tree_partial")
+    tree.scroll_into_view_if_needed()
+    point = tree.locator(".scatterlayer .trace").nth(1).locator("path.point").nth(2)
+    point.click(force=True)
+    page.wait_for_selector("text=/^Node \\d+: /", timeout=60_000)
+    _idle(page)
+    assert page.locator("pre.asc-seq span[style*='outline:2px']").count() >= 1
+    tree.screenshot(path=str(OUT / "inspector-tree.png"))
+    page.locator("pre.asc-seq").screenshot(path=str(OUT / "inspector-sequence.png"))
+
+    # download the tokens CSV
+    page.get_by_text("Export").click()
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Tokens CSV").click()
+    rows = list(csv.DictReader(io.StringIO(Path(dl.value.path()).read_text(encoding="utf-8"))))
+    assert rows and {"index", "text", "prob", "rank", "entropy"} <= set(rows[0])
+    assert rows[0]["text"] == "def" and rows[0]["prob"] == ""  # SmolLM2 adds no BOS: no prediction
+    assert 0.9 < float(next(r for r in rows if r["text"] == " return")["prob"]) <= 1
+    page.screenshot(path=str(OUT / "inspector.png"))
+    page.close()
+
+
+def test_compare_two_embedded_models_in_chromium(server, browser):
+    page = _open(browser, server + "/compare-models", "Compare models on one snippet")
+    from playwright.sync_api import expect
+
+    chosen = page.locator(".st-key-cmp_models")  # the two embedded models are preselected
+    expect(chosen).to_contain_text("smollm2-135m", timeout=60_000)
+    expect(chosen).to_contain_text("gemma3-270m")
+    page.get_by_role("button", name="Compare").click()
+    page.wait_for_selector("text=Nodes where they disagree most", timeout=300_000)
+    _idle(page, 300_000)
+    assert page.locator("[data-testid='stException']").count() == 0
+    _charts(page, 3)  # two model trees + the difference tree
+    diff = page.locator(".st-key-cmpbox_diff")
+    diff.scroll_into_view_if_needed()
+    diff.screenshot(path=str(OUT / "compare-difference.png"))
+    page.close()
+
+
+def test_global_page_in_chromium(server, browser):
+    page = _open(browser, server + "/global-asc-eval", "Global AsC-Eval")
+    page.wait_for_selector("text=AsC-Eval per model (Table I)", timeout=120_000)
+    assert page.locator("[data-testid='stException']").count() == 0
+    from playwright.sync_api import expect
+
+    chosen = page.locator(".st-key-results")  # the runs shown: the newest per model and corpus, preselected
+    try:  # widgets are lazy-loaded components: they may still be skeletons right after the run ends
+        expect(chosen).to_contain_text("smollm2-135m", timeout=30_000)
+    except AssertionError:  # seen rarely on this busy machine: the skeletons never resolve; a reload renders them
+        page.reload()
+        page.wait_for_selector("text=AsC-Eval per model (Table I)", timeout=120_000)
+        expect(chosen).to_contain_text("smollm2-135m", timeout=60_000)
+    _charts(page, 3)
+    charts = page.locator("[data-testid='stPlotlyChart']")
+    charts.first.scroll_into_view_if_needed()
+    charts.first.screenshot(path=str(OUT / "global-bars.png"))
+    page.close()
+
+
+def test_inspector_address_opens_the_inspector_in_chromium(fresh_server, browser):
+    page = _open(browser, fresh_server + "/inspector", "Completion inspector")
+    page.wait_for_timeout(1500)  # the "Page not found" dialog came right after the first run
+    assert page.get_by_text("Page not found").count() == 0
+    assert page.url.rstrip("/").endswith("/inspector")
+    page.goto(fresh_server)  # the root opens the inspector at its own address
+    page.wait_for_url("**/inspector", timeout=60_000)
+    page.wait_for_selector("h1:has-text('Completion inspector')", timeout=120_000)
+    assert page.get_by_text("Page not found").count() == 0
+    page.close()
+
+
+def test_global_demo_on_a_fresh_install_in_chromium(fresh_server, browser):
+    page = _open(browser, fresh_server + "/global-asc-eval", "Global AsC-Eval")
+    page.wait_for_selector("text=No results yet", timeout=60_000)
+    assert page.locator(".js-plotly-plot").count() == 0
+    started = time.time()
+    page.get_by_role("button", name="Run a small demo (about a minute)").click()
+    page.wait_for_selector("[data-testid='stProgress']", timeout=60_000)  # the job panel shows the run
+    # the panel reruns the page when the run ends: the figures come without a click
+    page.wait_for_selector(".js-plotly-plot", timeout=300_000)
+    print(f"global demo: figures {time.time() - started:.0f} s after the click")
+    _idle(page)
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert page.get_by_text("No results yet").count() == 0
+    page.wait_for_selector("text=AsC-Eval per model (Table I)", timeout=60_000)
+    page.screenshot(path=str(OUT / "global-demo.png"))
+    page.close()
+
+
+def test_participant_then_researcher_in_chromium(study_server, browser):
+    page = _open(browser, study_server, "Rate a visualization")
+    assert page.locator("[data-testid='stSidebar']").count() == 0  # participants get no sidebar or navigation
+    page.get_by_role("button", name="Start the study").click()
+    page.get_by_role("button", name="I agree and want to take part").click()
+    page.get_by_text("Expert").click()
+    page.get_by_role("button", name="Continue").click()
+    for n, level in ((1, "Agree"), (2, "Strongly agree")):
+        page.wait_for_selector(f"text=Sample {n} of 2", timeout=60_000)
+        _idle(page)
+        assert page.locator("pre.asc-seq span[data-token]").count() > 5  # group S1: the token sequence
+        page.get_by_text(level, exact=True).click()
+        if n == 2:
+            page.get_by_label("Anything else? (optional)").fill("colors help")
+        page.get_by_role("button", name="Submit and continue").click()
+    page.wait_for_selector("text=Your answers are saved under the code", timeout=60_000)
+    code = page.url.split("code=")[1][:8]
+    page.screenshot(path=str(OUT / "study-participant.png"))
+    page.close()
+
+    admin = _open(browser, study_server + "/study-results", "Study results", accept_downloads=True)
+    assert admin.locator("[data-testid='stDataFrame']").count() == 0  # nothing without the password
+    admin.get_by_label("Researcher password").fill("e2e-secret")
+    admin.get_by_label("Researcher password").press("Enter")
+    admin.wait_for_selector("text=Agreement per group and question (Table III)", timeout=60_000)
+    _idle(admin)
+    with admin.expect_download() as dl:
+        admin.get_by_role("button", name="All responses (CSV)").click()
+    rows = list(csv.DictReader(io.StringIO(Path(dl.value.path()).read_text(encoding="utf-8"))))
+    mine = [r for r in rows if r["code"] == code]
+    assert {(r["sample_id"], r["question_id"], r["value"]) for r in mine} == {
+        ("", "python", "Expert"), ("count", "useful", "4"), ("count", "comment", ""), ("pal", "useful", "5"),
+        ("pal", "comment", "colors help")}
+    admin.screenshot(path=str(OUT / "study-results.png"))
+    admin.close()

@@ -1,0 +1,197 @@
+"""Helpers shared by several test files (plain functions and constants; fixtures live in conftest.py files).
+
+Import them as ``from tests.helpers import ...``: pytest puts the repository root on ``sys.path``
+(``pythonpath = ["."]``), and ``tests`` is a namespace package.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository root: app.py, pages/, assets/
+
+
+# --------------------------------------------------------------------------------------- subprocesses
+
+
+def run_module(module: str, *args: str, stdin: bytes | None = None, timeout: int = 300,
+               env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python -m module args...`` from the repository root, offline, as a user runs it (bytes out)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run([sys.executable, "-m", module, *args], input=stdin, capture_output=True, env=env,
+                          timeout=timeout, cwd=ROOT)
+
+
+def heavy_modules_after_import(package: str, heavy: tuple[str, ...]) -> str:
+    """The modules of ``heavy`` that ``import package`` loads in a fresh interpreter (comma-separated)."""
+    code = (f"import sys, {package}\n"
+            f"print(','.join(m for m in {heavy!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+# --------------------------------------------------------------------------------------- colors
+
+
+def rgb(color: str) -> tuple[int, int, int]:
+    """The channels of a ``rgb(r, g, b)`` color string."""
+    m = re.fullmatch(r"rgb\((\d+), ?(\d+), ?(\d+)\)", color)
+    assert m, color
+    return tuple(int(v) for v in m.groups())
+
+
+# --------------------------------------------------------------------------------------- corpus runs
+
+CODE = [
+    "def f{i}(x):\n    if x > {i}:\n        return [x, {i}]\n    return x\n",
+    "def g{i}(a, b):\n    for k in range(a):\n        b = b + k * {i}\n    return b\n",
+]
+
+
+def corpus_snippets(n: int):
+    """``n`` small distinct functions (ids s0..s{n-1}) alternating an if and a for loop."""
+    from asc.corpus.sources import Snippet
+
+    return [Snippet(id=f"s{i}", source=CODE[i % 2].format(i=i), name=f"f{i}") for i in range(n)]
+
+
+# --------------------------------------------------------------------------------------- probes
+
+
+def toy_task(name: str = "TOY", n: int = 80):
+    """Label 1 when the snippet returns, 0 when it prints: visible to a probe even on random weights."""
+    from probes.inspect.taskfile import Task
+
+    texts, y = [], []
+    for i in range(n):
+        if i % 2:
+            texts.append(f"def f{i}(x):\n    return x + {i}\n")
+        else:
+            texts.append(f"def f{i}(x):\n    print(x, {i})\n")
+        y.append(i % 2)
+    split = np.array((["tr"] * 6 + ["va"] * 2 + ["te"] * 2) * (n // 10))
+    return Task(name, ("prints", "returns"), tuple(texts), np.array(y), split)
+
+
+#: Four small Python functions with if / for / subscript / while relations (attention runs).
+ATTENTION_CODES = [
+    "def f(x):\n    if x:\n        return x + 1\n    return 0\n",
+    "def g(a, b):\n    for i in a:\n        b.append(i)\n    return b\n",
+    "def h(d):\n    x = d[1]\n    y = x.z\n    return [i for i in y]\n",
+    "def k(q):\n    while q:\n        q = q - 1\n    return q\n",
+]
+
+#: CodeSyntax relation snippets: an if/elif/else, and one function with every relation type.
+IF_CODE = "if a:\n    b = 1\nelif c:\n    d(x)\nelse:\n    e\n"
+BIG = (
+    "def f(xs, k=None):\n"
+    "    '''Doc.'''\n"
+    "    out = {0: xs}\n"
+    "    for i, x in enumerate(xs):\n"
+    "        if x > 0 and i:\n"
+    "            out[x] = [y for y in range(x)]\n"
+    "        elif x < -1:\n"
+    "            out[x] = {y for y in xs}\n"
+    "        else:\n"
+    "            out[x] = {y: y + 1 for y in xs}\n"
+    "    while k:\n"
+    "        k -= 1\n"
+    "    try:\n"
+    "        with open(k) as fh:\n"
+    "            t = fh.read()[1:2]\n"
+    "    except OSError:\n"
+    "        t = None\n"
+    "    else:\n"
+    "        t = t\n"
+    "    finally:\n"
+    "        pass\n"
+    "    s = sum(v for v in xs)\n"
+    "    return dict(a=1, b=t if s else -s), print(k, sep='')\n"
+)
+
+
+def check_spans(sample) -> None:
+    """A CodeSyntax sample's spans locate its tokens in the code, in order."""
+    assert len(sample.spans) == len(sample.tokens)
+    prev_end = 0
+    for tok, (s, e) in zip(sample.tokens, sample.spans, strict=True):
+        assert sample.code[s:e] == tok
+        assert prev_end <= s <= e
+        prev_end = e
+
+
+# --------------------------------------------------------------------------------------- user study
+
+#: A four-group study on the tiny model for the store and Table III tests.
+STORE_STUDY = {
+    "id": "store-test", "title": "Store test", "model": "tiny-random", "consent": "I agree.",
+    "groups": [{"id": "C", "view": "none"}, {"id": "S1", "view": "sequence"},
+               {"id": "S2", "view": "partial"}, {"id": "S3", "view": "complete"}],
+    "background": [{"id": "python", "text": "How proficient are you in Python?", "choices": ["Novice", "Expert"]},
+                   {"id": "problems", "text": "Problems with code LLMs?", "required": False}],
+    "ratings": [{"id": "useful", "text": "The visualization is useful."},
+                {"id": "readable", "text": "The visualization is easy to read."},
+                {"id": "complex", "text": "The visualization is complex."}],
+    "comment": {"id": "comment", "text": "Comments?"},
+    "samples": [{"id": "a", "prompt": "def a():\n"}, {"id": "b", "prompt": "def b():\n"},
+                {"id": "c", "prompt": "def c():\n"}],
+}
+BACKGROUND = {"python": "Expert", "problems": ""}
+N_BACKGROUND, N_SAMPLE = 2, 4  # rows per page: every question, blank optional ones as NULL
+
+
+def store_ratings(i: int, sample: str) -> dict:
+    """Participant ``i``'s answers to one sample of :data:`STORE_STUDY` (three ratings and a comment)."""
+    return {"useful": i % 5 + 1, "readable": (i + 1) % 5 + 1, "complex": (i + 2) % 5 + 1, "comment": f"p{i}-{sample}"}
+
+
+def shipped_study_raw() -> dict:
+    """The shipped study file (the paper's design) as a plain dict."""
+    import yaml
+
+    from asc.study.definition import DEFAULT_STUDY
+
+    return yaml.safe_load(DEFAULT_STUDY.read_text(encoding="utf-8"))
+
+
+def write_study(tmp_path: Path, data: dict, name: str = "study.yaml") -> Path:
+    """``data`` written as YAML or JSON (by the suffix of ``name``) under ``tmp_path``."""
+    import json
+
+    import yaml
+
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data) if name.endswith((".yaml", ".yml")) else json.dumps(data), encoding="utf-8")
+    return path
+
+
+def broken_study(edit) -> dict:
+    """A copy of the shipped study with ``edit(data)`` applied."""
+    data = shipped_study_raw()
+    edit(data)
+    return data
+
+
+def tiny_study_raw(**sample_changes) -> dict:
+    """A two-group study on the tiny model: sample ``given`` has a completion, ``gen`` is completed by the model."""
+    samples = [{"id": "given", "prompt": "def f(x):\n", "completion": "    return x + 1\n"},
+               {"id": "gen", "prompt": "def add(a, b):\n    s = a", "max_new_tokens": 4}]
+    samples[1].update(sample_changes)
+    return {"id": "tiny", "title": "Tiny", "model": "tiny-random", "consent": "ok",
+            "groups": [{"id": "C", "view": "none"}, {"id": "S2", "view": "partial"}],
+            "background": [{"id": "python", "text": "Python?", "choices": ["a", "b"]}],
+            "ratings": [{"id": "useful", "text": "Useful?"}], "samples": samples}
+
+
+def tiny_definition(**sample_changes):
+    """:func:`tiny_study_raw` parsed (file name ``tiny.yaml``)."""
+    from asc.study.definition import parse_study
+
+    return parse_study(tiny_study_raw(**sample_changes), "tiny.yaml")

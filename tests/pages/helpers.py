@@ -1,0 +1,39 @@
+"""What the page tests share: page paths, the settings the router would set, and AppTest lookups.
+
+AppTest in Streamlit 1.67 runs only the page script on reruns of an ``st.navigation`` app, so the
+router's sidebar widgets vanish after the first run (the real app keeps them: tests/e2e). Page
+tests therefore run the page file with the settings the router would put in session state.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tests.helpers import ROOT
+from ui import widgets
+
+APP = str(ROOT / "app.py")
+PAGES = ROOT / "pages"
+TINY = widgets.Settings(model="tiny-random", trust_remote_code=False, language="python", aggregate="median")
+
+
+def page(name: str) -> str:
+    """The path of ``pages/<name>.py`` as AppTest wants it."""
+    return str(PAGES / f"{name}.py")
+
+
+def button(at, label):
+    """The (first) button labelled ``label``."""
+    return next(b for b in at.button if b.label == label)
+
+
+def charts(at) -> list[dict]:
+    """Every plotly chart of the page as its JSON spec."""
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def tree_traces(at, view="partial"):
+    """The traces (by name) of the page's partial (first) or complete (second) tree chart."""
+    trees = [c for c in charts(at) if any(t.get("name") == "edges" for t in c["data"])]
+    spec = trees[0 if view == "partial" else 1]
+    return {t.get("name"): t for t in spec["data"]}

@@ -1,0 +1,61 @@
+"""pages/causal.py, AsC-Causal: the treatments table equals the backend's, and how to get results."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from asc import load_categories, load_run
+from asc.causal import causal_table, snippet_table, treatments_of
+from asc.concepts import GLOBAL
+from tests.pages.helpers import page
+
+CAUSAL_PAGE = page("causal")
+
+
+@pytest.mark.real
+def test_causal_page(monkeypatch, runs_dir):
+    monkeypatch.setenv("ASC_RUNS_DIR", str(runs_dir))
+    at = AppTest.from_file(CAUSAL_PAGE, default_timeout=300)
+    at.run()
+    assert not at.exception
+    shown = at.dataframe[0].value
+    assert list(shown["treatment"]) == treatments_of(load_categories("python"))
+    assert shown["status"].str.startswith("not enough data").all()  # 5 snippets < 30
+    at.number_input(key="causal_min").set_value(5).run()
+    shown = at.dataframe[0].value.set_index("treatment")
+    assert shown.loc[GLOBAL, "status"] == "estimated"
+    expected = causal_table(snippet_table(load_run(runs_dir / at.multiselect(key="causal_runs").value[0].name)),
+                            [GLOBAL], min_snippets=5, simulations=50).set_index("treatment")
+    assert shown.loc[GLOBAL, "ate"] == pytest.approx(expected.loc[GLOBAL, "ate"])
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_causal_page_without_results(monkeypatch, tmp_path):
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))
+    at = AppTest.from_file(CAUSAL_PAGE, default_timeout=60)
+    at.run()
+    assert any("No results yet" in i.value for i in at.info)
+
+
+@pytest.mark.slow
+def test_causal_page_on_a_tiny_run(monkeypatch, tmp_path):
+    from asc.corpus import run_corpus
+    from asc.models import tiny_random_model
+    from tests.helpers import corpus_snippets
+
+    run_corpus(tiny_random_model(), corpus_snippets(8), tmp_path / "tiny", corpus="toy", progress=False)
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))
+    at = AppTest.from_file(CAUSAL_PAGE, default_timeout=300)
+    at.run()
+    assert not at.exception
+    assert [p.name for p in at.multiselect(key="causal_runs").value] == ["tiny"]
+    shown = at.dataframe[0].value
+    assert list(shown["treatment"]) == treatments_of(load_categories("python"))
+    assert shown["status"].str.startswith("not enough data").all()  # at most 8 snippets < 30
+    assert shown.set_index("treatment").loc[GLOBAL, "status"] == "not enough data (8 snippets; at least 30 needed)"
+    at.number_input(key="causal_min").set_value(5).run()
+    assert not at.exception
+    shown = at.dataframe[0].value.set_index("treatment")
+    expected = causal_table(snippet_table(load_run(tmp_path / "tiny")), [GLOBAL], min_snippets=5,
+                            simulations=50).set_index("treatment")
+    assert shown.loc[GLOBAL, "status"] == expected.loc[GLOBAL, "status"] == "estimated"
+    assert shown.loc[GLOBAL, "ate"] == pytest.approx(expected.loc[GLOBAL, "ate"])

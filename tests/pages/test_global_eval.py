@@ -1,0 +1,65 @@
+"""pages/global_eval.py, Global AsC-Eval: Table I from run folders, and background runs."""
+
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.pages.helpers import button, charts, page
+from ui import jobs
+
+GLOBAL_PAGE = page("global_eval")
+
+
+def test_global_page_without_results_says_how_to_get_them(monkeypatch, tmp_path):
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))
+    at = AppTest.from_file(GLOBAL_PAGE, default_timeout=120)
+    at.run()
+    assert not at.exception
+    assert any("No results yet" in i.value for i in at.info)
+
+
+@pytest.mark.real
+def test_global_page_numbers_equal_backend(monkeypatch, runs_dir):
+    from asc import load_categories, load_run
+    from asc.corpus.summary import summary_table, wide_table
+
+    monkeypatch.setenv("ASC_RUNS_DIR", str(runs_dir))
+    at = AppTest.from_file(GLOBAL_PAGE, default_timeout=180)
+    at.run()
+    assert not at.exception and not at.error
+    assert len(at.multiselect(key="results").value) == 2  # newest run per model preselected
+    shown = at.dataframe[0].value
+    runs = [load_run(runs_dir / name) for name in ("smol", "tiny")]
+    expected = wide_table(summary_table(runs, load_categories("python").categories, n_boot=500, seed=0))
+    assert list(shown["model"]) == list(expected["model"]) == ["smollm2-135m", "tiny-random"]
+    np.testing.assert_allclose(shown["Global"].to_numpy(float), expected["Global"].to_numpy(float))
+    np.testing.assert_allclose(shown["Scope"].to_numpy(float), expected["Scope"].to_numpy(float))
+    # a widget changes one output: the threshold moves the line in the category bars
+    at.number_input(key="threshold").set_value(0.8).run()
+    bars = next(c for c in charts(at) if "barmode" in c["layout"])
+    assert any(s.get("y0") == 0.8 for s in bars["layout"]["shapes"])
+    assert any(d.value is not None and "difference" in getattr(d.value, "columns", []) for d in at.dataframe)
+
+
+def test_global_page_starts_a_background_run(monkeypatch, tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(json.dumps({"id": f"s{i}", "code": f"def f{i}(x):\n    return [x, {i}]\n"})
+                                for i in range(5)))
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path / "runs"))
+    at = AppTest.from_file(GLOBAL_PAGE, default_timeout=120)
+    at.run()
+    assert at.multiselect(key="run_models").value == ["tiny-random"]
+    at.selectbox(key="run_corpus").set_value("a folder, .py/.java or .jsonl path").run()
+    at.text_input(key="run_corpus_path").set_value(str(corpus)).run()
+    at.number_input(key="run_limit").set_value(0).run()
+    button(at, "Start").click().run()
+    assert jobs.job_queue().wait(120)
+    job = jobs.job_queue().jobs()[-1]
+    assert job.status == "done" and job.total == 5 and job.out.parent == tmp_path / "runs"
+    at.run()
+    assert not at.exception
+    assert any(t.value == "AsC-Eval per model (Table I)" for t in at.subheader)
+    assert at.dataframe[0].value["snippets"].tolist() == [5]

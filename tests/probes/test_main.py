@@ -1,0 +1,32 @@
+"""The command line ``python -m probes layers|attention`` (probes/__main__.py): reports, and one-line errors."""
+
+import json
+
+from probes.__main__ import main
+from tests.helpers import ATTENTION_CODES, toy_task
+
+
+def test_cli_runs_and_reports(tmp_path, capsys):
+    tsv = tmp_path / "toy.tsv"
+    toy_task().to_tsv(tsv)
+    code = main(["layers", "--model", "tiny-random", "--task-file", str(tsv), "--out", str(tmp_path / "o"), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0 and "TOY" in out and "tiny-random" in out
+    assert main(["layers", "--model", "tiny-random", "--tasks", "XYZ", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "XYZ" in err and "KTX" in err
+    assert main(["layers", "--model", "nonsense", "--task-file", str(tsv), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown model 'nonsense'" in err
+
+
+def test_cli_attention(tmp_path, capsys):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(json.dumps({"code": c}) for c in ATTENTION_CODES))
+    code = main(["attention", "--model", "tiny-random", "--corpus", str(corpus), "--out", str(tmp_path / "o"),
+                 "--max-k", "3", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0 and "dependent -> head" in out and "mean" in out
+    assert main(["attention", "--model", "tiny-random", "--corpus", "nowhere", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: unknown corpus 'nowhere'")
