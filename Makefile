@@ -5,6 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8501
+# the address `make app` serves on: this machine only by default. HOST=0.0.0.0 shares the app with the
+# network (shared mode: see README, "Sharing the app")
+HOST ?= 127.0.0.1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
@@ -23,7 +26,7 @@ $(STAMP): requirements.txt Makefile
 	touch $(STAMP)
 
 app: setup
-	$(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT)
+	$(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) --server.address $(HOST)
 
 # a user study on the local network: participants get only the study page (see README, "User study")
 study: setup

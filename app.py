@@ -2,7 +2,8 @@
 
 Run with `make app` (or `.venv/bin/streamlit run app.py`). Set ASC_MODEL to start on another model.
 With ASC_STUDY_MODE=1 (`make study`) the app serves a user study: participants get only the study page,
-without sidebar or navigation; the password-protected results page stays reachable at /study-results.
+without sidebar or navigation; the password-protected results page stays reachable at /study-results. With ASC_PASSWORD set, every
+visitor types that password first (tries are rate-limited; see README, "Sharing the app").
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from __future__ import annotations
 import streamlit as st
 
 from asc import paths as asc_paths
-from ui import widgets
+from ui import access, widgets
 
 st.set_page_config(page_title="AsC Studio", page_icon=":material/account_tree:", layout="wide")
 widgets.style()
+if asc_paths.app_password() and not access.password_gate(asc_paths.app_password(), "app", "Password", key="app_pw"):
+    st.stop()  # ASC_PASSWORD: nothing of the app (not even its pages' names) before the right password
 study = st.Page("pages/study.py", title="User study", icon=":material/how_to_reg:", url_path="user-study")
 results = st.Page("pages/study_admin.py", title="Study results", icon=":material/lock:", url_path="study-results")
 if asc_paths.study_mode():
@@ -21,9 +24,17 @@ if asc_paths.study_mode():
     page = st.navigation([study, results], position="hidden")
 else:
     st.session_state["settings"] = widgets.sidebar()
+    inspector = st.Page("pages/inspect.py", title="Completion inspector", icon=":material/account_tree:",
+                        url_path="inspector")
+
+    def home() -> None:
+        st.switch_page(inspector, query_params=st.query_params.to_dict())
+
+    # Streamlit serves its default page at "/" only (its url_path then answers "Page not found"): the default is
+    # this hidden page, which opens the inspector, so that /inspector is the inspector's own address
     page = st.navigation([
-        st.Page("pages/inspect.py", title="Completion inspector", icon=":material/account_tree:", default=True,
-                url_path="inspector"),
+        st.Page(home, title="AsC Studio", url_path="home", default=True, visibility="hidden"),
+        inspector,
         st.Page("pages/compare.py", title="Compare models", icon=":material/compare_arrows:", url_path="compare-models"),
         st.Page("pages/global_eval.py", title="Global AsC-Eval", icon=":material/bar_chart:",
                 url_path="global-asc-eval"),

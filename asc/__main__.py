@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from asc.align import AlignOptions
-from asc.cli import add_common, fmt, load_bundle, read_source, run, write_table
+from asc.cli import Parser, add_common, fmt, load_bundle, positive_int, read_source, run, write_table
 from asc.concepts import load_categories
 from asc.syntax import LANGUAGES
 
@@ -37,9 +37,9 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from asc.explain import explain
+    from asc.explain import check_source, explain
 
-    source = read_source(args.file)
+    source = check_source(read_source(args.file))  # refuse bad input before loading the model
     bundle = load_bundle(args)
     ex = explain(bundle, source, language=args.language, aggregate=args.aggregate, options=_align_options(args),
                  max_window=args.max_window)
@@ -153,7 +153,7 @@ def cmd_causal(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m asc", description="AsC-Eval: next-token scores per AST node.")
+    parser = Parser(prog="python -m asc", description="AsC-Eval: next-token scores per AST node.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -170,11 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate a corpus, write Parquet results, print a Table-I-style summary")
     p.add_argument("--corpus", required=True, help="humaneval | algorithms | stdlib | folder | .py/.java | .jsonl")
     p.add_argument("--out", required=True, help="run folder (created; an existing one is resumed)")
-    p.add_argument("--limit", type=int, default=None, help="at most N snippets")
+    p.add_argument("--limit", type=positive_int, default=None, help="at most N snippets (at least 1; default: all)")
     p.add_argument("--min-lines", type=int, default=None, help="shortest function kept (default 5 for extracted)")
     p.add_argument("--max-lines", type=int, default=None, help="longest function kept (default 60 for extracted)")
-    p.add_argument("--batch-size", type=int, default=8, help="snippets per batched scoring call")
-    p.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples for the summary")
+    p.add_argument("--batch-size", type=positive_int, default=8, help="snippets per batched scoring call")
+    p.add_argument("--n-boot", type=positive_int, default=500, help="bootstrap resamples for the summary")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--threshold", type=float, default=0.6, help="the 'acceptable confidence' line")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="Table-I comparison of several run folders (written by eval)")
     p.add_argument("runs", nargs="+", help="run folders")
     p.add_argument("--out", default=None, help="write the long table (model, category, median, interval) as .csv/.json")
-    p.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples")
+    p.add_argument("--n-boot", type=positive_int, default=500, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.set_defaults(func=cmd_compare)
 

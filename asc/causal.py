@@ -25,7 +25,8 @@ from __future__ import annotations
 import logging
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -127,6 +128,20 @@ def _verdicts(ate: float, half_width: float, placebo, rcc, subset) -> dict:
     }
 
 
+@contextmanager
+def _quiet_dowhy() -> Iterator[None]:
+    """Silence dowhy's warnings and info logs for the block, then restore the logger's previous level."""
+    logger = logging.getLogger("dowhy")
+    previous = logger.level
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logger.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            logger.setLevel(previous)
+
+
 def estimate(data: pd.DataFrame, treatment: str, outcome: str = OUTCOME, confounders: Sequence[str] = CONFOUNDERS,
              seed: int = 0, simulations: int = 50, refute: bool = True) -> dict:
     """ATE of ``treatment`` on ``outcome`` given ``confounders`` (rows with any of them missing dropped)."""
@@ -139,9 +154,7 @@ def estimate(data: pd.DataFrame, treatment: str, outcome: str = OUTCOME, confoun
     d = data[cols].dropna().astype(float)
     d.columns = ["T", "Y", *[f"Z{i}" for i in range(len(confounders))]]  # dowhy needs plain names
     zs = [f"Z{i}" for i in range(len(confounders))]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        logging.getLogger("dowhy").setLevel(logging.ERROR)
+    with _quiet_dowhy():
         model = CausalModel(data=d, treatment="T", outcome="Y", graph=causal_graph("T", "Y", zs))
         ident = model.identify_effect(proceed_when_unidentifiable=True)
         est = model.estimate_effect(ident, method_name="backdoor.linear_regression", confidence_intervals=True)

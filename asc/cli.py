@@ -1,6 +1,7 @@
 """The command-line runner every ``python -m`` entry point shares: logging, one-line errors, common options.
 
-User mistakes (:class:`asc.errors.AscError`) exit with status 2 and one line on stderr; unexpected
+User mistakes (:class:`asc.errors.AscError`) exit with status 2 and one line on stderr, and so do usage
+mistakes with a :class:`Parser` (``--limit 0``: counts are :func:`positive_int`); unexpected
 failures exit 1 with one line (``--debug`` shows the traceback); a closed pipe exits 0. Tables are
 written atomically as CSV or JSON by their suffix.
 """
@@ -14,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from asc.atomic import write_atomic
 from asc.concepts import AGGREGATES
@@ -23,7 +24,8 @@ from asc.errors import AscError, InputError
 if TYPE_CHECKING:
     from asc.models import ModelBundle
 
-__all__ = ["add_common", "add_model_options", "fmt", "load_bundle", "read_source", "run", "stage_bar", "write_table"]
+__all__ = ["Parser", "add_common", "add_model_options", "fmt", "load_bundle", "positive_int", "read_source", "run",
+           "stage_bar", "write_table"]
 
 log = logging.getLogger("asc")
 
@@ -71,6 +73,25 @@ def write_table(table: Any, out: Path) -> Path:
     return write_atomic(out, lambda tmp: table.to_csv(tmp, index=False))
 
 
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage mistakes are one line on stderr and exit 2, like every other user mistake
+    (subcommands' parsers are of the same class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse type of counts (``--limit``, ``--batch-size``, ``--n-boot``): a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def add_model_options(p: argparse.ArgumentParser) -> None:
     """``--trust-remote-code`` (off by default) for commands that load models."""
     p.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
@@ -83,7 +104,7 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL, help="embedded name, local folder, .gguf file or hub id")
     add_model_options(p)
     p.add_argument("--aggregate", default="median", choices=AGGREGATES, help="theta per node (default: median)")
-    p.add_argument("--max-window", type=int, default=None, help="longest window in tokens (default: min(context, 2048))")
+    p.add_argument("--max-window", type=positive_int, default=None, help="longest window in tokens (default: min(context, 2048))")
     p.add_argument("--whitespace", default="enclosing", choices=("enclosing", "skip"))
     p.add_argument("--multi-leaf", default="all", choices=("all", "first"))
     p.add_argument("--zero-width", default="none", choices=("none", "next_token"))

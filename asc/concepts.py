@@ -18,9 +18,11 @@ Category mappings are data files in ``assets/categories/<language>.json`` that u
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
@@ -36,12 +38,22 @@ GLOBAL = "Global"
 
 @dataclass(frozen=True)
 class CategoryMap:
-    """node type -> category for one language, plus the concepts used by the causal analysis."""
+    """node type -> category for one language, plus the concepts used by the causal analysis.
+
+    Read-only: one loaded mapping is shared by every caller (and every app session), so
+    ``type_to_category`` is a read-only view (mutating it raises ``TypeError``).
+    """
 
     language: str
     categories: tuple[str, ...]  # in file order
-    type_to_category: dict[str, str]
+    type_to_category: Mapping[str, str]
     causal_concepts: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "type_to_category", MappingProxyType(dict(self.type_to_category)))
+
+    def __reduce__(self) -> tuple:  # a mapping proxy does not pickle: rebuild from a plain copy
+        return (CategoryMap, (self.language, self.categories, dict(self.type_to_category), self.causal_concepts))
 
     def category_of(self, node_type: str) -> str | None:
         return self.type_to_category.get(node_type)
@@ -64,6 +76,14 @@ def _load(language: str, path: str) -> CategoryMap:
         raise InputError(f"no category mapping at {path}; shipped mappings: {shipped}") from None
     except json.JSONDecodeError as err:
         raise InputError(f"category mapping {path} is not valid JSON: {err}") from None
+    except RecursionError:
+        raise InputError(f"category mapping {path} is nested too deeply: see assets/categories/python.json") from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"category mapping {path} is not valid UTF-8 (byte {err.start}: {err.reason}); re-save it "
+                         "as UTF-8 JSON (see assets/categories/python.json)") from None
+    except OSError as err:  # a folder, no permission
+        raise InputError(f"cannot read the category mapping {path}: {err.strerror or err}; give a readable JSON "
+                         "file (see assets/categories/python.json)") from None
     cats = data.get("categories") if isinstance(data, dict) else None
     if not isinstance(cats, dict) or not all(
             isinstance(v, list) and all(isinstance(t, str) for t in v) for v in cats.values()):

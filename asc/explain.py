@@ -26,7 +26,11 @@ from asc.syntax import SyntaxTree, encode_source, parse
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Explanation", "SnippetComparison", "check_source", "compare_snippet", "explain", "explain_many", "explain_scored"]
+__all__ = ["MAX_SOURCE_CHARS", "Explanation", "SnippetComparison", "check_source", "compare_snippet", "explain", "explain_many", "explain_scored"]
+
+# Longest snippet explained in one go: memory grows with the text (a 2 MB file took 4 GB), and a
+# per-node explanation of a whole large file is unreadable anyway. The browser view takes less (ui.guards).
+MAX_SOURCE_CHARS = 200_000
 
 
 def _none_if_nan(x: float) -> float | None:
@@ -143,7 +147,11 @@ class Explanation:
 
 
 def check_source(source: str) -> str:
-    """The snippet itself, or an :class:`InputError` (not text, invalid Unicode, empty)."""
+    """The snippet itself, or an :class:`InputError` (not text, invalid Unicode, empty, over
+    :data:`MAX_SOURCE_CHARS` characters)."""
+    if isinstance(source, str) and len(source) > MAX_SOURCE_CHARS:
+        raise InputError(f"the snippet has {len(source):,} characters; at most {MAX_SOURCE_CHARS:,} are explained at "
+                         "once: explain one function or a part of the file")
     encode_source(source)
     if not source.strip():
         raise InputError("the snippet is empty: paste or load some code first")

@@ -29,6 +29,7 @@ import logging
 import os
 import re
 import shutil
+import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -250,6 +251,7 @@ def _from_gguf(name: str, path: Path, trust_remote_code: bool) -> ModelBundle:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    _check_gguf_magic(path)
     log.info("de-quantizing %s (first load only; cached under %s)", path, cached)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
@@ -257,8 +259,26 @@ def _from_gguf(name: str, path: Path, trust_remote_code: bool) -> ModelBundle:
                                                      trust_remote_code=trust_remote_code)
     except ImportError as err:
         raise ModelLoadError(f"loading GGUF needs the gguf and accelerate packages ({err}); run `make app`") from err
+    except (ValueError, OSError, EOFError, KeyError, IndexError, TypeError, struct.error) as err:
+        # the gguf reader fails on a cut download with struct/numpy errors ("unpack_from requires a buffer")
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelLoadError(f"could not read the GGUF file {path} ({first}): it is truncated, damaged or not a GGUF "
+                             "file; download it again (a cut download is smaller than the original) or choose "
+                             "another model") from err
     _save_cache(model, tokenizer, cached, path)
     return _finish(name, model, tokenizer, str(path))
+
+
+def _check_gguf_magic(path: Path) -> None:
+    """A :class:`ModelLoadError` naming the fix unless ``path`` starts like a GGUF file."""
+    try:
+        with path.open("rb") as f:
+            magic = f.read(4)
+    except OSError as err:
+        raise ModelLoadError(f"cannot read the GGUF file {path}: {err.strerror or err}") from err
+    if magic != b"GGUF":
+        raise ModelLoadError(f"{path} is not a GGUF file (it does not start with the GGUF magic bytes): download it "
+                             "again, or give a valid .gguf file, a Hugging Face model folder or an embedded model")
 
 
 def _save_cache(model, tokenizer, target: Path, origin: Path) -> None:

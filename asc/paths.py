@@ -8,12 +8,17 @@ that sets a variable before use is honoured.
 |---|---|---|
 | ``ASC_RUNS_DIR`` | corpus runs, probe results, attention runs, the study's files | ``<app>/runs`` |
 | ``ASC_CACHE_DIR`` | de-quantized GGUF weights | ``$XDG_CACHE_HOME/asc-studio`` or ``~/.cache/asc-studio`` |
+| ``ASC_DATA_ROOTS`` | folders (``os.pathsep``-separated) the app's corpus runs may read | not set: any folder |
 | ``ASC_MODEL`` | the model the app starts on | ``smollm2-135m`` |
 | ``ASC_STUDY_MODE`` | ``1``: serve only the user study | off |
 | ``ASC_STUDY`` | the study file | ``assets/studies/astxplainer.yaml`` |
 | ``ASC_STUDY_DIR`` | the study's frozen file and SQLite database | ``<runs>/study`` |
 | ``ASC_STUDY_DB`` | the study's database (any SQLAlchemy URL) | SQLite in ``ASC_STUDY_DIR`` |
 | ``ASC_STUDY_PASSWORD`` | the researcher password of the results page | not set: page locked |
+| ``ASC_SHARED`` | ``1``: shared mode (others can reach the app), ``0``: local mode | from the server address |
+| ``ASC_ALLOWED_MODELS`` | comma-separated model ids a shared app offers besides the embedded ones | none |
+| ``ASC_ALLOW_REMOTE_CODE`` | ``1``: a shared app offers "Trust remote code" | off |
+| ``ASC_PASSWORD`` | a password every visitor types before the app shows anything | not set: no gate |
 
 Relative folders are taken relative to the app's folder (``APP_ROOT``), not to the working
 directory, so ``make app``, the CLI and the tests agree on where runs live.
@@ -26,7 +31,8 @@ from pathlib import Path
 
 __all__ = [
     "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "cache_dir",
-    "default_model", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
+    "data_roots", "default_model", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
+    "allow_remote_code", "allowed_models", "app_password", "shared_override",
 ]
 
 APP_ROOT = Path(__file__).resolve().parent.parent
@@ -59,6 +65,16 @@ def layers_dir() -> Path:
 def attention_dir() -> Path:
     """Where the Attention maps page keeps its runs: ``<runs>/attention``."""
     return runs_dir() / "attention"
+
+
+def data_roots() -> list[Path] | None:
+    """Folders the app's corpus runs may read (``$ASC_DATA_ROOTS``, ``os.pathsep``-separated); None when unset.
+
+    The built-in corpora are always allowed; the command line is not restricted (its user owns the files)."""
+    value = _env("ASC_DATA_ROOTS")
+    if not value:
+        return None
+    return [_folder(part.strip()) for part in value.split(os.pathsep) if part.strip()]
 
 
 def cache_dir() -> Path:
@@ -97,3 +113,33 @@ def study_db_url() -> str:
 def study_password() -> str:
     """The researcher password from ``$ASC_STUDY_PASSWORD`` ("" = not set; the app also reads its secrets)."""
     return os.environ.get("ASC_STUDY_PASSWORD", "")
+
+
+def _flag(name: str) -> bool | None:
+    value = _env(name).lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    return None
+
+
+def shared_override() -> bool | None:
+    """``$ASC_SHARED``: True (``1``) forces shared mode, False (``0``) local mode; None (unset): the app decides
+    from its server address (:meth:`asc.access.AccessPolicy.from_environment`)."""
+    return _flag("ASC_SHARED")
+
+
+def allowed_models() -> tuple[str, ...]:
+    """Model ids a shared app offers besides the embedded models: ``$ASC_ALLOWED_MODELS`` (comma-separated)."""
+    return tuple(m.strip() for m in _env("ASC_ALLOWED_MODELS").split(",") if m.strip())
+
+
+def allow_remote_code() -> bool:
+    """``ASC_ALLOW_REMOTE_CODE=1``: a shared app offers "Trust remote code" (a local app always does)."""
+    return bool(_flag("ASC_ALLOW_REMOTE_CODE"))
+
+
+def app_password() -> str:
+    """The password of the whole app from ``$ASC_PASSWORD`` ("" = no password gate)."""
+    return os.environ.get("ASC_PASSWORD", "")

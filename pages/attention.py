@@ -12,11 +12,12 @@ import streamlit as st
 from asc import BUILTIN_CORPORA, AscError, embedded_names
 from asc import paths as asc_paths
 from asc.corpus.jobs import JobKind
+from asc.export import csv_text
 from asc.viz import figure_html
 from probes.codesyntax.attention import attention_job, attention_runs, relation_table
 from probes.codesyntax.heads import METRICS
 from probes.figures import attention_map, edge_example_html, head_heatmap
-from ui import cache, jobs, widgets
+from ui import access, cache, guards, jobs, widgets
 
 st.title("Attention maps")
 st.caption("Do attention heads follow the syntax of code better than trivial baselines? (CodeSyntax, Shen et al.) "
@@ -29,7 +30,9 @@ queue = jobs.job_queue()
 with st.expander("Score a model's heads", expanded=not attention_runs(root)):
     c1, c2, c3 = st.columns([3, 2, 1])
     models = widgets.model_picker(c1, "Models", embedded_names(), [asc_paths.default_model()], "at")
-    corpus = c2.selectbox("Corpus", [*BUILTIN_CORPORA, "a folder, .py file or .jsonl path"], key="at_corpus")
+    paths_ok = access.policy().corpus_paths_allowed()  # shared mode: only under ASC_DATA_ROOTS, if any
+    corpus = c2.selectbox("Corpus", [*BUILTIN_CORPORA, *(["a folder, .py file or .jsonl path"] if paths_ok else [])],
+                          key="at_corpus")
     if corpus not in BUILTIN_CORPORA:
         corpus = c2.text_input("Corpus path", key="at_corpus_path").strip()
     limit = c3.number_input("Functions", 10, 5000, 200, step=10, key="at_limit",
@@ -38,9 +41,11 @@ with st.expander("Score a model's heads", expanded=not attention_runs(root)):
     if st.button("Start", type="primary", key="at_start"):
         if not models or not corpus:
             st.error("Choose at least one model and a corpus.")
-        for model in models:
-            queue.submit_call(JobKind.ATTENTION, model, f"attention maps: {corpus} ({int(limit)})", root,
-                              attention_job(corpus, root, spec=model, limit=int(limit)))
+        # the page shows the snippets a run read: a corpus outside the allowed folders is never submitted
+        elif guards.allowed(models, corpus):
+            for model in models:
+                queue.submit_call(JobKind.ATTENTION, model, f"attention maps: {corpus} ({int(limit)})", root,
+                                  attention_job(corpus, root, spec=model, limit=int(limit)), owner=jobs.owner())
 
 
 @st.fragment(run_every=2.0)
@@ -52,15 +57,16 @@ job_panel()
 
 folders = attention_runs(root)
 if not folders:
-    st.info("No attention scores yet: start a run above, or from a shell: "
+    st.info("No attention scores yet: run the small demo below, start a run above, or from a shell: "
             "`.venv/bin/python -m probes attention --model smollm2-135m --corpus humaneval --out runs/attention`.")
+    jobs.demo_button(JobKind.ATTENTION, "attention")
     st.stop()
 runs = {f: cache.attention_run(f) for f in folders}
 folder = st.selectbox("Model run", folders, key="at_run", format_func=lambda f: (
     f"{runs[f].model} · {runs[f].meta.get('corpus', '?')} · {runs[f].meta['n_scored']} snippets · {f.name}"))
 run = runs[folder]
 direction = run.meta["direction"]
-st.info(f"{run.model} is {'a decoder' if run.scores.causal else 'an encoder'}: edges are read **{direction}**. "
+st.info(f"{widgets.plain(run.model)} is {'a decoder' if run.scores.causal else 'an encoder'}: edges are read **{direction}**. "
         + ("A causal model's earlier word cannot attend to a later one, so the dependent's row is scored for "
            "attention back to the head." if run.scores.causal else "The head word's row is scored, as in the paper."))
 m1, m2, m3 = st.columns(3)
@@ -84,9 +90,9 @@ st.dataframe(table, hide_index=True, width="stretch",
 st.caption("Table 3/6 of the paper: best head per relation (layer, head chosen on val), its test score (model), "
            "the offset and keyword baselines with predictors chosen greedily on val, combined = their maximum.")
 e1, e2 = st.columns(2)
-e1.download_button("Relation table (CSV)", lambda: table.to_csv(index=False), f"heads-{run.model}.csv", "text/csv",
+e1.download_button("Relation table (CSV)", lambda: csv_text(table), f"heads-{run.model}.csv", "text/csv",
                    key="at_dl_table", on_click="ignore")
-e2.download_button("Baselines, every k (CSV)", lambda: run.baselines.to_csv(index=False),
+e2.download_button("Baselines, every k (CSV)", lambda: csv_text(run.baselines),
                    f"baselines-{run.model}.csv", "text/csv", key="at_dl_base", on_click="ignore")
 
 relations = [r for r in table["relation"] if r != "mean"]

@@ -9,8 +9,11 @@ import pandas as pd
 import streamlit as st
 
 from asc.causal import CONFOUNDERS
+from asc.corpus.jobs import JobKind
+from asc.export import csv_text
 from asc.viz import causal_graph_figure, figure_html, treatment_scatter
-from ui import cache, guards
+from ui import cache, guards, jobs
+from ui.widgets import plain
 
 st.title("Causal effects")
 st.caption("Per concept: Pearson r with the confounders and the loss, and the average treatment effect "
@@ -18,7 +21,17 @@ st.caption("Per concept: Pearson r with the confounders and the loss, and the av
            "levels, AST nodes and cyclomatic complexity (dowhy: backdoor, linear regression), checked by three "
            "refuters. A concept absent from a snippet is missing, not 0.")
 
-folders, titles = guards.runs_or_stop("run a corpus (100+ snippets recommended) on the Global AsC-Eval page")
+
+@st.fragment(run_every=2.0)
+def job_panel() -> None:
+    """Progress of this tab's corpus runs (the demo's too), refreshed every 2 s; the page reruns when one ends."""
+    jobs.job_panel(JobKind.EVAL)
+
+
+job_panel()
+folders, titles = guards.runs_or_stop("run a corpus (100+ snippets recommended) on the Global AsC-Eval page",
+                                      demo="causal", note="The demo is the Global AsC-Eval page's run too: the "
+                                      "estimates appear here when it finishes.")
 chosen = st.multiselect("Results (one or two models)", folders, default=folders[:1], max_selections=2,
                         format_func=titles.get, key="causal_runs")
 c1, c2, c3 = st.columns(3)
@@ -45,7 +58,7 @@ st.subheader("Table II")
 if len(results) == 2:  # side by side: one column block per model
     a, b = (f.set_index("treatment").drop(columns="model") for f in frames)
     view = a.join(b, lsuffix=" · A", rsuffix=" · B").reset_index()
-    st.caption(f"A = {list(results)[0]}, B = {list(results)[1]}")
+    st.caption(f"A = {plain(list(results)[0])}, B = {plain(list(results)[1])}")  # run titles: typed by users
 else:
     view = frames[0].drop(columns="model")
 st.dataframe(view, hide_index=True, width="stretch",
@@ -69,10 +82,11 @@ if scatter is not None:
 
 with st.expander("Export"):
     e1, e2 = st.columns(2)
-    e1.download_button("Table II (CSV)", lambda: pd.concat([r.assign(model=m) for m, (_, r) in results.items()])
-                       .to_csv(index=False), "asc-causal.csv", "text/csv", on_click="ignore", key="dl_causal")
-    e1.download_button("Snippet table (CSV)", lambda: pd.concat([t.assign(model=m) for m, (t, _) in results.items()])
-                       .to_csv(), "asc-causal-snippets.csv", "text/csv", on_click="ignore", key="dl_causal_snip")
+    e1.download_button("Table II (CSV)", lambda: csv_text(pd.concat([r.assign(model=m) for m, (_, r) in results.items()])),
+                       "asc-causal.csv", "text/csv", on_click="ignore", key="dl_causal")
+    e1.download_button("Snippet table (CSV)", lambda: csv_text(pd.concat([t.assign(model=m) for m, (t, _) in results.items()]),
+                                                                index=True),
+                       "asc-causal-snippets.csv", "text/csv", on_click="ignore", key="dl_causal_snip")
     e2.download_button("Causal graph (HTML)", lambda: figure_html(graph), "causal-graph.html", "text/html",
                        on_click="ignore", key="dl_causal_graph")
     if scatter is not None:

@@ -15,6 +15,7 @@ import streamlit as st
 from asc import AscError, embedded_names
 from asc import paths as asc_paths
 from asc.explain import compare_snippet
+from asc.export import csv_text
 from asc.viz import figure_html, tree_figure
 from ui import cache, guards, widgets
 
@@ -47,6 +48,7 @@ if run:
         if not code.strip():
             raise ValueError("The editor is empty: pick an example or paste some code.")
         guards.check_length(code)
+        guards.check_access(chosen, trust_remote_code=settings.trust_remote_code)  # before any model loads
         explanations = []
         for model in chosen:
             with st.spinner(f"{model}: loading and scoring..."):
@@ -102,11 +104,11 @@ st.dataframe(worst, hide_index=True, width="stretch")
 
 with st.expander("Export"):
     e1, e2 = st.columns(2)
-    e1.download_button("Per-model summary (CSV)", lambda: table.to_csv(), "compare-summary.csv", "text/csv",
+    e1.download_button("Per-model summary (CSV)", lambda: csv_text(table, index=True), "compare-summary.csv", "text/csv",
                        on_click="ignore", key="dl_cmp_summary")
-    e1.download_button("Node values (CSV)", lambda: pd.DataFrame(
+    e1.download_button("Node values (CSV)", lambda: csv_text(pd.DataFrame(
         {"id": range(exs[0].tree.n_nodes), "type": exs[0].tree.type,
-         **{m: comp.values[i] for i, m in enumerate(comp.models)}}).to_csv(index=False),
+         **{m: comp.values[i] for i, m in enumerate(comp.models)}})),
         "compare-nodes.csv", "text/csv", on_click="ignore", key="dl_cmp_nodes")
     e1.download_button("Disagreements (JSON)", lambda: json.dumps(worst.to_dict(orient="records"), default=str),
                        "compare-disagreements.json", "application/json", on_click="ignore", key="dl_cmp_json")

@@ -16,8 +16,9 @@ from asc.concepts import GLOBAL
 from asc.corpus import runs as asc_runs
 from asc.corpus.jobs import JobKind
 from asc.corpus.summary import difference_table, run_labels, type_table, wide_table
+from asc.export import csv_text
 from asc.viz import category_bars, concept_treemap, difference_bars, figure_html, styled_table, value_distribution
-from ui import cache, guards, jobs, widgets
+from ui import access, cache, guards, jobs, widgets
 
 st.title("Global AsC-Eval")
 st.caption("AsC-Eval over whole corpora: the bootstrapped median of node values per syntax category (paper "
@@ -28,15 +29,18 @@ with st.expander("Run a corpus evaluation", expanded=not asc_runs.run_folders(as
     c1, c2, c3 = st.columns([3, 2, 1])
     decoders = embedded_names("decoder")
     models = widgets.model_picker(c1, "Models", decoders, [asc_paths.default_model()], "run")
-    corpus = c2.selectbox("Corpus", [*BUILTIN_CORPORA, "a folder, .py/.java or .jsonl path"], key="run_corpus")
+    paths_ok = access.policy().corpus_paths_allowed()  # shared mode: only under ASC_DATA_ROOTS, if any
+    corpus = c2.selectbox("Corpus", [*BUILTIN_CORPORA, *(["a folder, .py/.java or .jsonl path"] if paths_ok else [])],
+                          key="run_corpus")
     if corpus not in BUILTIN_CORPORA:
         corpus = c2.text_input("Corpus path", key="run_corpus_path").strip()
     limit = c3.number_input("Limit (0 = all)", 0, 100_000, 50, step=10, key="run_limit")
     if st.button("Start", type="primary", key="run_start"):
         if not models or not corpus:
             st.error("Choose at least one model and a corpus.")
-        for model in models:
-            queue.submit(model, corpus, int(limit) or None, asc_paths.runs_dir())
+        elif guards.allowed(models, corpus):  # nothing is submitted after an error
+            for model in models:
+                queue.submit(model, corpus, int(limit) or None, asc_paths.runs_dir(), owner=jobs.owner())
 
 
 @st.fragment(run_every=2.0)
@@ -53,7 +57,7 @@ def job_panel() -> None:
 
 job_panel()
 
-folders, titles = guards.runs_or_stop("start a run above")
+folders, titles = guards.runs_or_stop("start a run above", demo="global")
 latest: dict[tuple[str, str], object] = {}
 for f in folders:  # the newest run per (model, corpus) is preselected
     model_name, corpus_name = titles[f].split(" · ")[:2]
@@ -115,16 +119,16 @@ if len(runs) >= 2:
 
 with st.expander("Export"):
     e1, e2, e3 = st.columns(3)
-    e1.download_button("Table I (CSV)", lambda: wide.to_csv(index=False), "asc-eval-table.csv", "text/csv",
+    e1.download_button("Table I (CSV)", lambda: csv_text(wide), "asc-eval-table.csv", "text/csv",
                        on_click="ignore", key="dl_wide")
-    e1.download_button("Intervals (CSV)", lambda: summary.to_csv(index=False), "asc-eval-intervals.csv", "text/csv",
+    e1.download_button("Intervals (CSV)", lambda: csv_text(summary), "asc-eval-intervals.csv", "text/csv",
                        on_click="ignore", key="dl_long")
     e1.download_button("Intervals (JSON)", lambda: summary.to_json(orient="records", indent=1),
                        "asc-eval-intervals.json", "application/json", on_click="ignore", key="dl_long_json")
-    e2.download_button("Node types (CSV)", lambda: types_all.to_csv(index=False), "asc-eval-node-types.csv",
+    e2.download_button("Node types (CSV)", lambda: csv_text(types_all), "asc-eval-node-types.csv",
                        "text/csv", on_click="ignore", key="dl_types")
     if diff_type is not None:
-        e2.download_button("Differences (CSV)", lambda: pd.concat([diff_cat, diff_type]).to_csv(index=False),
+        e2.download_button("Differences (CSV)", lambda: csv_text(pd.concat([diff_cat, diff_type])),
                            "asc-eval-differences.csv", "text/csv", on_click="ignore", key="dl_diff")
     e3.download_button("Category bars (HTML)", lambda: figure_html(bars), "asc-eval-bars.html", "text/html",
                        on_click="ignore", key="dl_bars")

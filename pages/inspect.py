@@ -11,6 +11,7 @@ import json
 import streamlit as st
 
 from asc import AscError
+from asc.export import csv_text
 from asc.viz import category_figure, figure_html, sequence_html, standalone_html, tree_figure
 from ui import cache, guards, widgets
 
@@ -153,9 +154,9 @@ views()
 
 with st.expander("Export"):
     e1, e2, e3, e4 = st.columns(4)
-    e1.download_button("Tokens CSV", lambda: ex.token_frame().to_csv(index=False), "tokens.csv", "text/csv",
+    e1.download_button("Tokens CSV", lambda: csv_text(ex.token_frame()), "tokens.csv", "text/csv",
                        on_click="ignore", key="dl_tokens_csv")
-    e1.download_button("Nodes CSV", lambda: ex.node_frame().to_csv(index=False), "nodes.csv", "text/csv",
+    e1.download_button("Nodes CSV", lambda: csv_text(ex.node_frame()), "nodes.csv", "text/csv",
                        on_click="ignore", key="dl_nodes_csv")
     e2.download_button("Result JSON", lambda: json.dumps(ex.to_dict(), ensure_ascii=False, allow_nan=False),
                        "asc-eval.json", "application/json", on_click="ignore", key="dl_json")

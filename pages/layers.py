@@ -13,9 +13,11 @@ import streamlit as st
 from asc import BUILTIN_CORPORA, AscError, embedded_names
 from asc import paths as asc_paths
 from asc.corpus.jobs import JobKind
+from asc.export import csv_text
 from asc.viz import figure_html
 from probes.figures import best_layer_heatmap, confusion_figure, layer_curves, layer_heatmap, normalized_heatmap
 from probes.inspect.layers import best_layer_table, layer_job, normalized_table, results_table
+from probes.inspect.taskfile import MAX_TASK_FILE_BYTES, store_upload
 from probes.inspect.tasks import TASK_INFO, TASK_NAMES
 from ui import cache, guards, jobs, widgets
 
@@ -35,7 +37,8 @@ with st.expander("Run probes", expanded=not cache.probe_results(folder)):
     tasks = c2.multiselect("Tasks", TASK_NAMES, default=["KTX", "IDN", "LEN", "TYP", "CPX"], key="lp_tasks",
                            format_func=lambda t: f"{t}: {TASK_INFO[t]}")
     uploads = c2.file_uploader("INSPECT task files (split<TAB>label<TAB>text)", type=["tsv", "txt"],
-                               accept_multiple_files=True, key="lp_files")
+                               accept_multiple_files=True, key="lp_files",
+                               max_upload_size=MAX_TASK_FILE_BYTES // 2**20)
     d1, d2, d3, d4 = st.columns(4)
     corpus = d1.selectbox("Corpus", [*BUILTIN_CORPORA[::-1]], key="lp_corpus",
                           help="Python functions the tasks are built from (stdlib gives the most samples).")
@@ -44,24 +47,21 @@ with st.expander("Run probes", expanded=not cache.probe_results(folder)):
                            help="auto: last token for decoders, first ([CLS]) for encoders")
     seed = d4.number_input("Seed", 0, 2**31 - 1, 0, key="lp_seed")
     if st.button("Start", type="primary", key="lp_start"):
-        files = []
+        uploaded, refused = [], False  # parsed in memory, kept under a content hash: the browser's name is no path
         for up in uploads or []:
             try:
-                guards.decode_upload(up.getvalue(), up.name)
+                uploaded.append(store_upload(up.getvalue(), up.name, folder / "uploads"))
             except AscError as err:
                 st.error(str(err))
-                continue
-            target = folder / "uploads" / up.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(up.getvalue())
-            files.append(target)
-        if not models or not (tasks or files):
+                refused = True
+        if not models or not (tasks or uploaded):
             st.error("Choose at least one model and one task (or upload a task file).")
-        else:
+        elif not refused and guards.allowed(models):  # nothing is submitted after an error
             for model in models:
-                call = layer_job(tasks, folder, corpus=corpus, size=int(size), seed=int(seed), task_files=files,
+                call = layer_job(tasks, folder, corpus=corpus, size=int(size), seed=int(seed), extra=uploaded,
                                  pooling=None if pooling == "auto" else pooling)
-                queue.submit_call(JobKind.LAYERS, model, f"layer probes: {', '.join(tasks + [f.name for f in files])}", folder, call)
+                queue.submit_call(JobKind.LAYERS, model, f"layer probes: {', '.join(tasks + [t.name for t in uploaded])}", folder, call,
+                                  owner=jobs.owner())
 
 
 @st.fragment(run_every=2.0)
@@ -74,8 +74,9 @@ job_panel()
 
 results = cache.probe_results(folder)
 if not results:
-    st.info("No probe results yet: start a run above, or from a shell: "
+    st.info("No probe results yet: run the small demo below, start a run above, or from a shell: "
             "`.venv/bin/python -m probes layers --model smollm2-135m --tasks KTX,IDN,LEN --out runs/layers`.")
+    jobs.demo_button(JobKind.LAYERS, "layers")
     st.stop()
 
 poolings = sorted({r.pooling for r in results})
@@ -119,11 +120,11 @@ with best_tab:
                "over layers (optimistic, what papers usually print). KTX's test tokens are unseen in training "
                "and dev, so the two differ most there.")
     e1, e2, e3 = st.columns(3)
-    e1.download_button("Per-layer results (CSV)", lambda: table.to_csv(index=False), "layer-probes.csv", "text/csv",
+    e1.download_button("Per-layer results (CSV)", lambda: csv_text(table), "layer-probes.csv", "text/csv",
                        key="dl_table", on_click="ignore")
-    e2.download_button("Best layers (CSV)", lambda: best.to_csv(index=False), "best-layers.csv", "text/csv",
+    e2.download_button("Best layers (CSV)", lambda: csv_text(best), "best-layers.csv", "text/csv",
                        key="dl_best", on_click="ignore")
-    e3.download_button("Table III (CSV)", lambda: norm.to_csv(), "normalized.csv", "text/csv", key="dl_norm",
+    e3.download_button("Table III (CSV)", lambda: csv_text(norm, index=True), "normalized.csv", "text/csv", key="dl_norm",
                        on_click="ignore")
 with curve_tab:
     k1, k2 = st.columns([2, 1])
@@ -146,5 +147,6 @@ with conf_tab:
     st.plotly_chart(fig, key="confusion")
     st.caption(f"Majority-class baseline {chosen.majority:.3f}; control task at this layer "
                f"{chosen.control_accuracy[int(layer)]:.3f}; L2 strength {chosen.l2[int(layer)]:g}. "
-               f"Provenance: {chosen.provenance.get('corpus', '?')} corpus, {chosen.provenance.get('n_samples', '?')} "
+               f"Provenance: {widgets.plain(chosen.provenance.get('corpus', '?'))} corpus, "
+               f"{chosen.provenance.get('n_samples', '?')} "
                f"samples, task hash {chosen.task_digest}, seed {chosen.seed}.")

@@ -81,7 +81,7 @@ elif state.step == "background":
     with st.form("background"):
         answers = {}
         for q in definition.background:
-            label = q.text + ("" if q.required else " (optional)")
+            label = q.text if q.required else ui_study.optional_label(q.text)
             if q.choices:
                 answers[q.id] = st.radio(label, q.choices, index=None, key=f"bg_{q.id}")
             else:
@@ -89,7 +89,8 @@ elif state.step == "background":
         personal = {}
         if definition.collect_personal_data:
             for q in definition.personal_fields:
-                personal[q.id] = st.text_input(q.text + ("" if q.required else " (optional)"), key=f"pd_{q.id}")
+                personal[q.id] = st.text_input(q.text if q.required else ui_study.optional_label(q.text),
+                                               key=f"pd_{q.id}")
         if st.form_submit_button("Continue", type="primary"):
             submit(store.save_background, state.code, answers, personal or None)
             st.rerun()
@@ -117,7 +118,7 @@ elif state.step == "sample":
                               format_func=lambda v, q=q: q.labels[v - 1])
             answers[q.id] = choice
         if definition.comment is not None:
-            answers[definition.comment.id] = st.text_area(definition.comment.text + " (optional)",
+            answers[definition.comment.id] = st.text_area(ui_study.optional_label(definition.comment.text),
                                                           key=f"c_{sample.id}")
         if st.form_submit_button("Submit and continue", type="primary"):
             submit(store.save_ratings, state.code, sample.id, answers)

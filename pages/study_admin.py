@@ -1,21 +1,21 @@
 """User study, researcher side: prepare the study, follow progress, Table III, distributions, answers, export.
 
 Protected by the password in Streamlit secrets (``study_password``) or ``ASC_STUDY_PASSWORD``; without
-the right password the page shows nothing but the password box. In study mode (``ASC_STUDY_MODE=1``)
+the right password the page shows nothing but the password box, whose tries are limited (5 a minute per
+client, 30 for everybody: :func:`ui.access.password_gate`). In study mode (``ASC_STUDY_MODE=1``)
 it is not in any navigation: participants never see it, researchers open ``/study-results``.
 """
 
 from __future__ import annotations
 
-import hmac
-
 import streamlit as st
 
 from asc import AscError
+from asc.export import csv_text
 from asc.study import agreement_table, rating_counts
 from asc.study.figure import rating_bars
 from asc.viz import figure_html
-from ui import cache
+from ui import access, cache
 from ui import study as ui_study
 
 st.title("Study results")
@@ -24,10 +24,8 @@ if not password:
     st.info("Set a researcher password first: `ASC_STUDY_PASSWORD=...` in the environment or `study_password` in "
             ".streamlit/secrets.toml, then restart the app.")
     st.stop()
-typed = st.text_input("Researcher password", type="password", key="study_pw")
-if not typed or not hmac.compare_digest(typed.encode(), password.encode()):
-    if typed:
-        st.error("Wrong password.")
+# constant-time comparison, at most 5 tries a minute per client and 30 for everybody (ui.access)
+if not access.password_gate(password, "study", "Researcher password", key="study_pw"):
     st.stop()
 
 try:
@@ -84,9 +82,9 @@ else:
     st.dataframe(texts, hide_index=True, width="stretch")
 
 e1, e2, e3 = st.columns(3)
-e1.download_button("All responses (CSV)", lambda: responses.to_csv(index=False), f"{definition.id}-responses.csv",
+e1.download_button("All responses (CSV)", lambda: csv_text(responses), f"{definition.id}-responses.csv",
                    "text/csv", key="study_dl_responses", on_click="ignore")
-e2.download_button("Participants (CSV)", lambda: store.participants().to_csv(index=False),
+e2.download_button("Participants (CSV)", lambda: csv_text(store.participants()),
                    f"{definition.id}-participants.csv", "text/csv", key="study_dl_participants", on_click="ignore")
-e3.download_button("Table III (CSV)", lambda: table.to_csv(index=False), f"{definition.id}-table3.csv", "text/csv",
+e3.download_button("Table III (CSV)", lambda: csv_text(table), f"{definition.id}-table3.csv", "text/csv",
                    key="study_dl_table", on_click="ignore")

@@ -8,7 +8,8 @@
 - :func:`head_heatmap`, :func:`attention_map`, :func:`edge_example_html`: CodeSyntax head scores, one head's
   word-level attention with gold edges, and the correct/incorrect example of one edge.
 
-Accuracy uses the app's red-yellow-blue scale fixed at 0-1 (red: poorly, blue: well).
+Accuracy uses the app's red-yellow-blue scale fixed at 0-1 (red: poorly, blue: well). Words, labels, task and
+model names are HTML-escaped (:func:`asc.viz.escape_text`): plotly renders HTML in them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asc.viz import COLORSCALE, MODEL_COLORS
+from asc.viz import COLORSCALE, MODEL_COLORS, escape_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,7 +49,7 @@ def layer_heatmap(table: pd.DataFrame, model: str, value: str = "accuracy",
     z = grid.to_numpy(dtype=float)
     signed = value == "selectivity"
     fig = go.Figure(go.Heatmap(
-        z=z.tolist(), x=[int(c) for c in grid.columns], y=list(grid.index), colorscale=COLORSCALE,
+        z=z.tolist(), x=[int(c) for c in grid.columns], y=[escape_text(t) for t in grid.index], colorscale=COLORSCALE,
         zmin=-1.0 if signed else 0.0, zmax=1.0, text=_cell_text(z), texttemplate="%{text}",
         textfont={"size": 9}, colorbar={"title": value.replace("_", " ")},
         hovertemplate="task %{y}<br>layer %{x}<br>" + value.replace("_", " ") + " %{z:.3f}<extra></extra>"))
@@ -57,7 +58,7 @@ def layer_heatmap(table: pd.DataFrame, model: str, value: str = "accuracy",
         if row["task"] in order:
             fig.add_shape(type="rect", x0=row["layer"] - 0.5, x1=row["layer"] + 0.5, y0=order.index(row["task"]) - 0.5,
                           y1=order.index(row["task"]) + 0.5, line={"color": "black", "width": 2})
-    fig.update_layout(title=f"{model}: {value.replace('_', ' ')} per task and layer (box: layer chosen on dev)",
+    fig.update_layout(title=escape_text(f"{model}: {value.replace('_', ' ')} per task and layer (box: layer chosen on dev)"),
                       xaxis_title="layer (0 = embeddings)", yaxis={"autorange": "reversed", "title": "task"},
                       height=max(260, 28 * len(order) + 140), margin={"l": 60, "r": 20, "t": 50, "b": 40})
     return fig
@@ -73,7 +74,8 @@ def best_layer_heatmap(best: pd.DataFrame, tasks: Sequence[str] | None = None) -
         index=acc.index, columns=order)
     z, lz = acc.to_numpy(dtype=float), layer.to_numpy(dtype=float)
     text = [["" if a != a else f"{a:.2f}<br>L{int(b)}" for a, b in zip(ra, rb)] for ra, rb in zip(z, lz)]
-    fig = go.Figure(go.Heatmap(z=z.tolist(), x=order, y=list(acc.index), colorscale=COLORSCALE, zmin=0.0, zmax=1.0,
+    fig = go.Figure(go.Heatmap(z=z.tolist(), x=[escape_text(t) for t in order], y=[escape_text(m) for m in acc.index],
+                               colorscale=COLORSCALE, zmin=0.0, zmax=1.0,
                                text=text, texttemplate="%{text}", textfont={"size": 10},
                                colorbar={"title": "accuracy"},
                                hovertemplate="%{y}<br>%{x}: %{z:.3f}<extra></extra>"))
@@ -87,11 +89,12 @@ def normalized_heatmap(norm: pd.DataFrame, baseline: str) -> go.Figure:
     import plotly.graph_objects as go
 
     z = norm.to_numpy(dtype=float)
-    fig = go.Figure(go.Heatmap(z=z.tolist(), x=list(norm.columns), y=list(norm.index), colorscale=COLORSCALE,
+    fig = go.Figure(go.Heatmap(z=z.tolist(), x=[escape_text(t) for t in norm.columns],
+                               y=[escape_text(m) for m in norm.index], colorscale=COLORSCALE,
                                zmin=-100.0, zmax=100.0, zmid=0.0, text=_cell_text(z, "{:.0f}"),
                                texttemplate="%{text}", colorbar={"title": "normalized"},
                                hovertemplate="%{y}<br>%{x}: %{z:.1f}<extra></extra>"))
-    fig.update_layout(title=f"Accuracy normalized between the baseline {baseline} (0) and the best model (100)",
+    fig.update_layout(title=escape_text(f"Accuracy normalized between the baseline {baseline} (0) and the best model (100)"),
                       height=max(220, 46 * len(norm.index) + 130), margin={"l": 120, "r": 20, "t": 50, "b": 40})
     return fig
 
@@ -103,7 +106,8 @@ def layer_curves(table: pd.DataFrame, task: str, x: str = "layer") -> go.Figure:
 
     sub = table[table["task"] == task]
     fig = go.Figure()
-    for i, (model, part) in enumerate(sub.groupby("model", sort=False)):
+    for i, (raw_model, part) in enumerate(sub.groupby("model", sort=False)):
+        model = escape_text(raw_model)  # legend and hover render HTML
         color = MODEL_COLORS[i % len(MODEL_COLORS)]
         part = part.sort_values("layer")
         fig.add_trace(go.Scatter(x=part[x].tolist(), y=part["accuracy"].tolist(), mode="lines+markers", name=model,
@@ -114,7 +118,7 @@ def layer_curves(table: pd.DataFrame, task: str, x: str = "layer") -> go.Figure:
     if len(sub):
         fig.add_hline(y=float(sub["majority"].iloc[0]), line={"dash": "dot", "color": "grey"},
                       annotation_text="majority class", annotation_position="bottom right")
-    fig.update_layout(title=f"{task}: test accuracy per layer (dashed: control task with shuffled labels)",
+    fig.update_layout(title=escape_text(f"{task}: test accuracy per layer (dashed: control task with shuffled labels)"),
                       xaxis_title="layer (0 = embeddings)" if x == "layer" else "relative depth (0 = embeddings, 1 = last)",
                       yaxis={"title": "accuracy", "range": [0, 1.02]}, height=380,
                       margin={"l": 50, "r": 20, "t": 50, "b": 40})
@@ -126,11 +130,11 @@ def confusion_figure(result: ProbeResult, layer: int) -> go.Figure:
     import plotly.graph_objects as go
 
     counts = result.confusion(layer)
-    labels = list(result.labels)
+    labels = [escape_text(label) for label in result.labels]  # from a task file: user text
     fig = go.Figure(go.Heatmap(z=counts.tolist(), x=labels, y=labels, colorscale="Blues", text=counts.tolist(),
                                texttemplate="%{text}", colorbar={"title": "samples"},
                                hovertemplate="gold %{y}<br>predicted %{x}<br>%{z} samples<extra></extra>"))
-    fig.update_layout(title=f"{result.model} · {result.task} · layer {layer}: accuracy {result.accuracy[layer]:.3f}",
+    fig.update_layout(title=escape_text(f"{result.model} · {result.task} · layer {layer}: accuracy {result.accuracy[layer]:.3f}"),
                       xaxis_title="predicted", yaxis={"title": "gold", "autorange": "reversed"},
                       height=max(300, 34 * len(labels) + 140), margin={"l": 80, "r": 20, "t": 50, "b": 60})
     return fig
@@ -149,7 +153,7 @@ def head_heatmap(scores: np.ndarray, relation: str, best: tuple[int, int] | None
         layer, head = best
         fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
                       line={"color": "black", "width": 2})
-    fig.update_layout(title=f"{relation}: {label} of every head (box: best on val)", xaxis_title="head",
+    fig.update_layout(title=escape_text(f"{relation}: {label} of every head (box: best on val)"), xaxis_title="head",
                       yaxis={"title": "layer", "autorange": "reversed"}, height=max(300, 16 * z.shape[0] + 140),
                       margin={"l": 50, "r": 20, "t": 50, "b": 40})
     return fig
@@ -170,7 +174,7 @@ def attention_map(matrix: np.ndarray, tokens: Sequence[str], edges: Sequence[tup
     import plotly.graph_objects as go
 
     z = np.asarray(matrix, dtype=float)
-    labels = [_word_label(tokens, i) for i in range(len(tokens))]
+    labels = [escape_text(_word_label(tokens, i)) for i in range(len(tokens))]  # words of the code: no HTML
     fig = go.Figure(go.Heatmap(z=z.tolist(), x=labels, y=labels, colorscale="Blues", zmin=0.0,
                                colorbar={"title": "attention"},
                                hovertemplate="from %{y}<br>to %{x}<br>%{z:.3f}<extra></extra>"))
@@ -182,7 +186,7 @@ def attention_map(matrix: np.ndarray, tokens: Sequence[str], edges: Sequence[tup
                                                            "line": {"width": 2}},
                                  hovertemplate="gold edge: %{y} → %{x}<extra></extra>"))
     size = max(420, min(1400, 11 * len(tokens) + 160))
-    fig.update_layout(title=title or "attention of one head", height=size, width=size + 120,
+    fig.update_layout(title=escape_text(title or "attention of one head"), height=size, width=size + 120,
                       xaxis={"title": "attended word", "tickfont": {"size": 8}},
                       yaxis={"title": "attending word", "autorange": "reversed", "tickfont": {"size": 8}},
                       margin={"l": 80, "r": 20, "t": 50, "b": 80}, showlegend=True,

@@ -5,7 +5,9 @@ Caching rules (checked on Streamlit 1.67):
 * the model is a ``st.cache_resource`` shared by every session, one model at a time
   (``max_entries=1``: choosing another model evicts and frees the previous one). The backend never
   mutates it and serializes forward passes with the bundle's lock, so concurrent sessions cannot
-  corrupt each other's results;
+  corrupt each other's results. Background jobs load through their own slot (:func:`get_job_bundle`,
+  also one model), so a job on another model never evicts the model a user is inspecting;
+* the causal results store is a dict shared by every session: inserts and evictions hold a lock;
 * results are ``st.cache_data`` keyed by (model, text, settings): re-renders, node clicks and page
   switches that do not change the text or the model reuse them without touching the model;
 * run folders are keyed by their path and a stamp that changes when a part is added, so a growing
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +28,13 @@ from asc import Explanation, explain, load_model
 from asc.concepts import load_categories
 from asc.corpus.runs import RunData, load_run, run_title
 from asc.corpus.summary import summary_table
+from asc.errors import CorpusError
 from asc.generate import Completion, complete, explain_completion
 from asc.models import ModelBundle
 
 log = logging.getLogger("asc.ui")
 CAUSAL_KEEP = 16  # causal tables kept (oldest dropped first): a long-running app must not grow without bound
+_causal_lock = threading.Lock()  # guards the shared causal store (computing runs outside it)
 
 
 def _release(bundle: ModelBundle) -> None:
@@ -39,6 +44,12 @@ def _release(bundle: ModelBundle) -> None:
 
 @st.cache_resource(max_entries=1, show_spinner=False, on_release=_release)
 def get_bundle(spec: str, trust_remote_code: bool = False) -> ModelBundle:
+    return load_model(spec, trust_remote_code=trust_remote_code)
+
+
+@st.cache_resource(max_entries=1, show_spinner=False, on_release=_release)
+def get_job_bundle(spec: str, trust_remote_code: bool = False) -> ModelBundle:
+    """The model of background jobs: a slot of its own, so jobs never evict the model users inspect."""
     return load_model(spec, trust_remote_code=trust_remote_code)
 
 
@@ -58,8 +69,11 @@ def cached_complete(spec: str, trust_remote_code: bool, prompt: str, max_new_tok
 
 def _stamp(path: Path) -> float:
     """Changes whenever a run gains a chunk (so cached tables of a growing run refresh)."""
-    parts = list((path / "snippets").glob("part-*.parquet"))
-    return max([p.stat().st_mtime for p in parts] + [(path / "meta.json").stat().st_mtime])
+    try:
+        parts = list((path / "snippets").glob("part-*.parquet"))
+        return max([p.stat().st_mtime for p in parts] + [(path / "meta.json").stat().st_mtime])
+    except OSError:  # removed meanwhile: loading says so
+        return 0.0
 
 
 @st.cache_resource(max_entries=12, show_spinner=False)
@@ -69,7 +83,13 @@ def _run(path: str, stamp: float) -> RunData:
 
 
 def cached_run(path: Path) -> RunData:
-    return _run(str(path), _stamp(path))
+    """The run at ``path``, read once per chunk it gains. A broken run (:class:`CorpusError`) is shown as an
+    error naming the folder and the fix, and the page stops: never a traceback."""
+    try:
+        return _run(str(path), _stamp(path))
+    except CorpusError as err:
+        st.error(str(err))
+        st.stop()
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -93,8 +113,10 @@ def causal_result(path: Path, min_snippets: int, simulations: int, seed: int) ->
 
     key = (str(path), _stamp(path), min_snippets, simulations, seed)
     store = _causal_store()
-    if key not in store:
-        run = _run(str(path), _stamp(path))
+    with _causal_lock:
+        found = store.get(key)
+    if found is None:  # two sessions may compute the same key at once; both get a correct result
+        run = cached_run(path)
         language = str(run.snippets["language"].iloc[0]) if len(run.snippets) else "python"
         table = snippet_table(run)
         treatments = treatments_of(load_categories(language))
@@ -102,10 +124,12 @@ def causal_result(path: Path, min_snippets: int, simulations: int, seed: int) ->
         result = causal_table(table, treatments, min_snippets=min_snippets, seed=seed, simulations=simulations,
                               on_progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t} treatments"))
         bar.empty()
-        store[key] = (table, result)
-        while len(store) > CAUSAL_KEEP:  # dicts keep insertion order: drop the oldest
-            store.pop(next(iter(store)))
-    return store[key]
+        found = (table, result)
+        with _causal_lock:
+            store[key] = found
+            while len(store) > CAUSAL_KEEP:  # dicts keep insertion order: drop the oldest
+                store.pop(next(iter(store)))
+    return found
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)

@@ -1,5 +1,6 @@
 """Check-then-branch guards: each either returns what the page needs or shows why not (and stops or
-returns None). Errors the user can fix are shown as one line, never as a traceback."""
+returns None). Errors the user can fix are shown as one line, never as a traceback. Pages call
+:func:`allowed` before they load or submit anything: a refused input is never submitted anyway."""
 
 from __future__ import annotations
 
@@ -7,24 +8,45 @@ from pathlib import Path
 
 import streamlit as st
 
-from asc.corpus.runs import run_folders, run_title
-from asc.errors import AscError, InputError
+from asc.corpus.jobs import JobKind
+from asc.corpus.runs import broken_runs, run_folders, run_title
+from asc.errors import AscError, CorpusError, InputError
 from asc.models import ModelBundle
 from asc.paths import runs_dir
+from ui import access, jobs
 from ui.cache import get_bundle
-from ui.widgets import Settings
+from ui.widgets import Settings, plain
 
-MAX_CHARS = 60_000  # longer text is refused in the browser (the CLI takes any length)
+MAX_CHARS = 60_000  # longer text is refused in the browser (the CLI takes up to asc.explain.MAX_SOURCE_CHARS)
 
 
-def runs_or_stop(where: str) -> tuple[list[Path], dict[Path, str]]:
-    """Run folders and their titles; without any, say how to make one (``where``) and stop the page."""
-    folders = run_folders(runs_dir())
-    if not folders:
-        st.info(f"No results yet: {where}, or from a shell: "
+def runs_or_stop(where: str, demo: str = "", note: str = "") -> tuple[list[Path], dict[Path, str]]:
+    """Readable run folders and their titles; without any, say how to make one (``where``) and stop the page.
+
+    ``demo`` (a page's name, e.g. ``"global"``): offer the one-click eval demo there too
+    (:func:`ui.jobs.demo_button`, with ``note`` on what appears when it finishes).
+
+    Folders that cannot be read (garbled meta.json, no finished chunk) are listed apart in an expander with
+    why, as plain text: they never reach the page."""
+    broken = broken_runs(runs_dir())
+    if broken:
+        with st.expander(f"{len(broken)} run folder{'s' if len(broken) != 1 else ''} could not be read"):
+            for folder, reason in broken:
+                st.text(f"{folder.name}: {reason}")
+            st.caption("Delete such a folder, or run its evaluation again into a new folder.")
+    titles: dict[Path, str] = {}
+    for folder in run_folders(runs_dir()):
+        try:
+            titles[folder] = run_title(folder)
+        except CorpusError:  # changed since it was listed
+            continue
+    if not titles:
+        st.info(f"No results yet: {'run the small demo below, ' if demo else ''}{where}, or from a shell: "
                 "`.venv/bin/python -m asc eval --corpus humaneval --out runs/smollm2-he`.")
+        if demo:
+            jobs.demo_button(JobKind.EVAL, demo, note)
         st.stop()
-    return folders, {f: run_title(f) for f in folders}
+    return list(titles), titles
 
 
 def model_or_none(settings: Settings) -> ModelBundle | None:
@@ -32,6 +54,8 @@ def model_or_none(settings: Settings) -> ModelBundle | None:
     if not settings.model:
         st.info("Enter a Hugging Face id or a local path in the sidebar.")
         return None
+    if not allowed([settings.model], trust_remote_code=settings.trust_remote_code):
+        return None  # shared mode: a typed spec never reaches the loader (its messages would describe server folders)
     try:
         with st.spinner(f"Loading {settings.model} (the first load of a GGUF model de-quantizes it: ~20-90 s)"):
             return get_bundle(settings.model, settings.trust_remote_code)
@@ -40,6 +64,27 @@ def model_or_none(settings: Settings) -> ModelBundle | None:
     except Exception as err:  # a broken model folder: say what happened, no traceback
         st.error(f"Could not load {settings.model!r}: {type(err).__name__}: {err}")
     return None
+
+
+def check_access(models: list[str], corpus: str | None = None, trust_remote_code: bool = False) -> None:
+    """AscError (the first reason) unless this server's policy (:func:`ui.access.policy`) lets a visitor use
+    every model of ``models``, the corpus ``corpus`` (None: no corpus) and, when asked, remote code."""
+    policy = access.policy()
+    for model in models:
+        policy.check_model(model)
+    policy.check_remote_code(trust_remote_code)
+    if corpus is not None:
+        policy.check_corpus(corpus)
+
+
+def allowed(models: list[str], corpus: str | None = None, trust_remote_code: bool = False) -> bool:
+    """:func:`check_access` for a page about to load or submit: False after showing why (then submit nothing)."""
+    try:
+        check_access(models, corpus, trust_remote_code)
+    except AscError as err:
+        st.error(plain(str(err)))
+        return False
+    return True
 
 
 def decode_upload(data: bytes, name: str) -> str:

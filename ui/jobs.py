@@ -1,4 +1,14 @@
-"""The app-wide background queue and the progress panel pages show for their own kind of job."""
+"""The app-wide background queue and the progress panel pages show for their own kind of job.
+
+Jobs belong to the browser tab that submitted them (:func:`owner`): a tab's panel lists and cancels only
+its own jobs, and their text (model ids, corpus specs, errors: what users typed) is shown as plain text.
+Finished results are run folders, which every tab may read. When one of this tab's jobs finishes, its
+panel reruns the whole page, so the page shows the new results without a click.
+
+The one-click demos (:func:`demo_button`, defined here and nowhere else) give a fresh install results on
+every page within about a minute: a small run of the page's own kind through the same queue, on
+:func:`asc.paths.default_model` (``$ASC_MODEL``: the tests' tiny random model).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +17,35 @@ from collections.abc import Callable
 import streamlit as st
 
 from asc.corpus.jobs import Job, JobKind, JobQueue
-from ui.cache import get_bundle
+from asc.errors import AscError
+from asc.models import EMBEDDED
+from asc.paths import attention_dir, default_model, layers_dir, runs_dir
+from probes.codesyntax.attention import attention_job
+from probes.inspect.layers import layer_job
+from ui import access
+from ui.cache import get_job_bundle
+from ui.widgets import plain
+
+DEMO_CORPUS = "humaneval"  # the eval and attention demos: the first DEMO_LIMIT HumanEval functions
+DEMO_LIMIT = 40
+DEMO_TASKS = ("KTX", "IDN")  # the layer demo: two INSPECT tasks of DEMO_SIZE samples built from DEMO_TASK_CORPUS
+DEMO_SIZE = 200
+DEMO_TASK_CORPUS = "stdlib"
+DEMO_BASELINE = "minilm-l6"  # the layer demo's baseline encoder (Table III), where installed
+DEMO_BUTTON = "Run a small demo (about a minute)"
 
 
 @st.cache_resource(show_spinner=False)
 def job_queue() -> JobQueue:
-    """The app-wide queue of long runs: they go on while users switch pages or leave."""
-    return JobQueue(lambda spec: get_bundle(spec, False))
+    """The app-wide queue of long runs: they go on while users switch pages or leave. Jobs load their model
+    through :func:`ui.cache.get_job_bundle`, apart from the model users inspect, with the job's
+    ``trust_remote_code``."""
+    return JobQueue(lambda spec, trust_remote_code=False: get_job_bundle(spec, trust_remote_code))
+
+
+def owner() -> str:
+    """The owner to submit jobs under: this browser tab's token (:func:`ui.access.tab_token`)."""
+    return access.tab_token()
 
 
 def _describe(job: Job) -> str:
@@ -24,18 +56,92 @@ def _describe(job: Job) -> str:
 
 
 def job_panel(kind: JobKind, describe: Callable[[Job], str] | None = None) -> None:
-    """Progress bars of the background jobs of ``kind`` (newest first, at most 6) with a Cancel button each.
+    """Progress bars of this tab's background jobs of ``kind`` (newest first, at most 6) with a Cancel button each.
 
-    ``describe(job)`` gives the label (default: model, label, status, stage); pages call this inside an
-    ``st.fragment(run_every=...)``.
+    ``describe(job)`` gives the label (default: model, label, status, stage), shown as plain text (no Markdown);
+    pages call this inside an ``st.fragment(run_every=...)``. When a job of this tab that was active at the
+    panel's last run has finished (done), the whole page reruns once, to show its results.
     """
-    for job in reversed(job_queue().jobs(kind)[-6:]):
+    mine = job_queue().jobs(kind, owner=owner())
+    seen_key = f"asc_active_jobs_{kind}"
+    was_active = st.session_state.get(seen_key, set())
+    st.session_state[seen_key] = {job.id for job in mine if job.active}
+    if any(job.id in was_active and job.status == "done" for job in mine):
+        st.rerun(scope="app")  # from the fragment: the page reads the new results
+    for job in reversed(mine[-6:]):
         label = (describe or _describe)(job)
         if job.status == "done":
             label += f" in {job.elapsed:.0f} s"
         cols = st.columns([6, 1])
-        cols[0].progress(min(1.0, job.done / job.total) if job.total else 0.0, text=label)
+        cols[0].progress(min(1.0, job.done / job.total) if job.total else 0.0, text=plain(label))
         if job.error:
-            cols[0].error(job.error)
+            cols[0].error(plain(job.error))
         if job.active and cols[1].button("Cancel", key=f"cancel_{job.id}"):
             job.cancel.set()
+
+
+def demo_models(kind: JobKind) -> list[str]:
+    """The models a demo of ``kind`` runs: the default model; the layer demo adds the MiniLM baseline
+    (:data:`DEMO_BASELINE`) where its weights are installed, but never next to the tiny random model (a test
+    or offline setting: its demos stay free of real models)."""
+    model = default_model()
+    baseline = EMBEDDED[DEMO_BASELINE]
+    if kind is JobKind.LAYERS and model not in ("tiny-random", DEMO_BASELINE) and baseline.installed():
+        return [model, DEMO_BASELINE]
+    return [model]
+
+
+def describe_demo(kind: JobKind) -> str:
+    """What the demo of ``kind`` computes, in a sentence (models as plain text)."""
+    models = " and ".join(demo_models(kind))
+    if kind is JobKind.LAYERS:
+        return (f"Layer probes of {models} on the INSPECT tasks {' and '.join(DEMO_TASKS)} ({DEMO_SIZE} samples "
+                f"each, built from the {DEMO_TASK_CORPUS} corpus).")
+    if kind is JobKind.ATTENTION:
+        return f"The attention heads of {models} scored on the first {DEMO_LIMIT} HumanEval functions."
+    return f"AsC-Eval of the first {DEMO_LIMIT} HumanEval functions on {models}."
+
+
+def submit_demo(kind: JobKind, queue: JobQueue, owner: str = "") -> list[Job]:
+    """Queue the demo of ``kind`` on ``queue``: what the page's own *Start* submits, with the demo's settings,
+    into the page's usual folders (the eval demo: the conventional run folder of (model, humaneval, 40))."""
+    submitted = []
+    for model in demo_models(kind):
+        if kind is JobKind.EVAL:
+            submitted.append(queue.submit(model, DEMO_CORPUS, DEMO_LIMIT, runs_dir(), owner=owner))
+        elif kind is JobKind.LAYERS:
+            folder = layers_dir()
+            call = layer_job(DEMO_TASKS, folder, corpus=DEMO_TASK_CORPUS, size=DEMO_SIZE)
+            submitted.append(queue.submit_call(kind, model, f"layer probes: {', '.join(DEMO_TASKS)}", folder, call,
+                                               owner=owner))
+        else:
+            root = attention_dir()
+            call = attention_job(DEMO_CORPUS, root, spec=model, limit=DEMO_LIMIT)
+            submitted.append(queue.submit_call(kind, model, f"attention maps: {DEMO_CORPUS} ({DEMO_LIMIT})", root,
+                                               call, owner=owner))
+    return submitted
+
+
+def demo_button(kind: JobKind, where: str, note: str = "") -> None:
+    """The demo of ``kind`` as one button (key ``demo_<where>``), for a page's "No results yet" message.
+
+    A click submits :func:`submit_demo` for this tab and reruns, so the page's job panel shows its progress;
+    while a job of ``kind`` from this tab is queued or running, a line says so instead (``note``: what appears
+    when it finishes) and nothing can be submitted twice. A server whose policy refuses the default model or
+    the demo's corpus shows why and offers no button."""
+    if any(job.active for job in job_queue().jobs(kind, owner=owner())):
+        st.caption(note or "A run is under way (progress above): its results appear here when it finishes.")
+        return
+    policy = access.policy()
+    try:
+        for model in demo_models(kind):
+            policy.check_model(model)
+        if kind is not JobKind.LAYERS:
+            policy.check_corpus(DEMO_CORPUS)
+    except AscError as err:
+        st.caption(plain(f"No demo on this server: {err}"))
+        return
+    if st.button(DEMO_BUTTON, type="primary", key=f"demo_{where}", help=describe_demo(kind)):
+        submit_demo(kind, job_queue(), owner=owner())
+        st.rerun()
+    st.caption(plain(describe_demo(kind)) + (f" {note}" if note else ""))

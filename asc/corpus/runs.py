@@ -1,7 +1,9 @@
 """Corpus evaluation runs: AsC-Eval over many snippets, written to Parquet, resumable.
 
-A run folder holds ``meta.json`` (model, corpus, settings) and four tables, each a folder of
-Parquet parts that ``pandas.read_parquet(folder)`` reads whole:
+A run folder holds ``meta.json`` (``settings``: format, model, corpus spec, aggregate, alignment options,
+max_window; ``corpus``: the digest and size of the planned corpus), ``corpus.json`` (the planned snippets'
+ids and the sha256 of their sources, with the digest over them), a ``.lock`` file, and four tables, each a
+folder of Parquet parts that ``pandas.read_parquet(folder)`` reads whole:
 
 ``snippets/``  one row per snippet: id, origin, name, language, n_tokens, n_nodes, ast_levels,
                has_error, loss (mean cross-entropy, nats/token), n_windows, source
@@ -15,7 +17,15 @@ Parquet parts that ``pandas.read_parquet(folder)`` reads whole:
 Snippets are processed in chunks (one batched scoring call each); each chunk is written as part
 ``NNNNN`` of every table, the ``snippets`` part last and every file atomically, so an interrupted run
 leaves only whole chunks. Running again with the same folder skips the snippets already done; a
-folder made with another model or other settings is refused.
+folder made with another model, other settings, an older format or another corpus (a done snippet missing
+from the new plan, or whose source changed) is refused with a :class:`CorpusError` saying what differs.
+One writer at a time: a run holds an exclusive ``flock`` on ``.lock`` (released when its process ends,
+however it ends), and a second writer is refused at once. A fresh folder whose run fails or stops before
+its first chunk is removed again.
+
+:func:`load_run` never fails with anything but :class:`CorpusError` naming the folder and the fix: a
+garbled meta.json, a run without a finished chunk, an unreadable Parquet part or one that lacks a column
+the tables need. :func:`run_folders` lists readable runs only; :func:`broken_runs` the others, with why.
 """
 
 from __future__ import annotations
@@ -35,17 +45,32 @@ import numpy as np
 from asc.align import AlignOptions
 from asc.atomic import write_atomic
 from asc.concepts import GLOBAL, CategoryMap, aggregate_segments, load_categories
+from asc.corpus.resume import (
+    check_corpus,
+    corpus_identity,
+    remove_unstarted,
+    settings_differences,
+    source_digest,
+    writer_lock,
+)
 from asc.corpus.sources import Snippet
 from asc.errors import CorpusError
 from asc.explain import Explanation, explain_scored
 from asc.models import ModelBundle
 from asc.scores import score_texts
 
-__all__ = ["TABLES", "RunData", "load_run", "read_meta", "run_corpus", "run_folders", "run_title"]
+__all__ = ["TABLES", "RunData", "broken_runs", "load_run", "read_meta", "run_corpus", "run_folders",
+           "run_title"]
 
 log = logging.getLogger(__name__)
 TABLES = ("tokens", "nodes", "concepts", "snippets")  # write order: snippets last marks a chunk done
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: meta.json records the corpus identity (corpus.json); folders of format 1 are read, not resumed
+_COLUMNS = {  # what readers of each table use: a part without one of them is broken
+    "snippets": ("id", "language", "loss", "n_tokens", "n_nodes", "ast_levels", "source"),
+    "tokens": ("snippet_id", "index", "prob"),
+    "nodes": ("snippet_id", "type", "category", "value"),
+    "concepts": ("snippet_id", "kind", "name", "value"),
+}
 
 
 @dataclass(frozen=True)
@@ -97,20 +122,39 @@ def _settings(bundle: ModelBundle, corpus: str, aggregate: str, options: AlignOp
             "align": asdict(options), "max_window": max_window}
 
 
-def _done_ids(out: Path) -> tuple[set[str], int]:
-    """Snippet ids of complete chunks, and the next part number. Orphan parts of a cut chunk are removed."""
-    import pandas as pd
+def _broken(path: Path, what: str) -> CorpusError:
+    return CorpusError(f"run folder {path} is broken: {what}; delete it and run the evaluation again")
 
+
+def _read_part(path: Path, part: Path, table: str, columns: list[str] | None = None) -> Any:
+    """One Parquet part, or CorpusError naming the folder when it is truncated, garbled or lacks a column."""
+    import pandas as pd
+    import pyarrow as pa
+
+    try:
+        df = pd.read_parquet(part, columns=columns)
+    except (OSError, ValueError, pa.ArrowException) as err:
+        raise _broken(path, f"{table}/{part.name} cannot be read ({str(err).splitlines()[0] if str(err) else type(err).__name__})") from None
+    missing = [c for c in (columns or _COLUMNS[table]) if c not in df.columns]
+    if missing:
+        raise _broken(path, f"{table}/{part.name} lacks the column{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    return df
+
+
+def _done_ids(out: Path) -> tuple[dict[str, str], int]:
+    """sha256 of the source per snippet id of complete chunks, and the next part number. Orphan parts of a cut
+    chunk are removed."""
     done_parts = {p.stem for p in (out / "snippets").glob("part-*.parquet")}
     for table in TABLES[:-1]:
         for p in (out / table).glob("part-*.parquet"):
             if p.stem not in done_parts:
                 p.unlink()
-    ids: set[str] = set()
-    for p in (out / "snippets").glob("part-*.parquet"):
-        ids.update(pd.read_parquet(p, columns=["id"])["id"].tolist())
+    done: dict[str, str] = {}
+    for p in sorted((out / "snippets").glob("part-*.parquet")):
+        df = _read_part(out, p, "snippets", ["id", "source"])
+        done.update(zip(df["id"].astype(str), map(source_digest, df["source"].astype(str)), strict=True))
     numbers = [int(s.split("-")[1]) for s in done_parts]
-    return ids, (max(numbers) + 1 if numbers else 0)
+    return done, (max(numbers) + 1 if numbers else 0)
 
 
 def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path, *, corpus: str = "",
@@ -124,22 +168,55 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
     called after every chunk (for UIs); ``should_stop()`` is asked before every chunk and ends the
     run early when it returns True (finished chunks stay on disk: running again resumes).
     """
-    options = options or AlignOptions()
     out = Path(out)
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise CorpusError(f"cannot create the run folder {out} ({err.strerror or err}): give another --out") from None
+    with writer_lock(out):
+        fresh = not (out / "meta.json").exists() and not any((out / "snippets").glob("part-*.parquet"))
+        finished = False
+        try:
+            result = _run_locked(bundle, snippets, out, corpus=corpus, aggregate=aggregate,
+                                 options=options or AlignOptions(), batch_size=batch_size, max_window=max_window,
+                                 progress=progress, on_progress=on_progress, should_stop=should_stop)
+            finished = True
+            return result
+        finally:
+            if fresh and not any((out / "snippets").glob("part-*.parquet")):
+                if finished:
+                    log.info("no chunk finished: %s removed", out)
+                remove_unstarted(out, TABLES, created)
+
+
+def _run_locked(bundle: ModelBundle, snippets: Sequence[Snippet], out: Path, *, corpus: str, aggregate: str,
+                options: AlignOptions, batch_size: int, max_window: int | None, progress: bool | None,
+                on_progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None) -> Path:
+    """:func:`run_corpus` once it holds the folder's lock: check the folder, write meta.json and the chunks."""
     settings = _settings(bundle, corpus, aggregate, options, max_window)
     meta_path = out / "meta.json"
-    if meta_path.exists():
-        old = json.loads(meta_path.read_text())
-        mismatch = [k for k in ("format", "model", "aggregate", "align", "max_window") if old.get("settings", {}).get(k) != settings[k]]
-        if mismatch:
-            raise CorpusError(f"{out} holds a run with other settings ({', '.join(mismatch)}); "
-                              "use a new --out folder or delete this one")
-    for table in TABLES:
-        (out / table).mkdir(parents=True, exist_ok=True)
+    old = read_meta(out) if meta_path.exists() else None
+    if old is not None:
+        differences = settings_differences(old.get("settings"), settings)
+        if differences:
+            raise CorpusError(f"{out} holds a run with other settings ({'; '.join(differences)}); "
+                              "use another --out folder, or delete this one")
+    elif any((out / "snippets").glob("part-*.parquet")):
+        raise CorpusError(f"{out} holds results without a meta.json: use another --out folder, or delete this one")
     done, part = _done_ids(out)
-    meta = {"settings": settings, "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "n_planned": len(snippets)}
-    if meta_path.exists():
-        meta = {**json.loads(meta_path.read_text()), "n_planned": len(snippets)}
+    check_corpus(out, done, snippets)
+    for table in TABLES:
+        (out / table).mkdir(exist_ok=True)
+    identity = corpus_identity(snippets)
+    described = {"digest": identity["digest"], "n_snippets": len(snippets), "file": "corpus.json"}
+    meta: dict[str, Any]
+    if old is None:
+        meta = {"settings": settings, "corpus": described, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    else:
+        meta = {k: v for k, v in old.items() if k != "finished"} | {"corpus": described}
+    meta["n_planned"] = len(snippets)
+    write_atomic(out / "corpus.json", lambda tmp: tmp.write_text(json.dumps(identity, indent=1)))
     write_atomic(meta_path, lambda tmp: tmp.write_text(json.dumps(meta, indent=2)))
 
     todo = [s for s in snippets if s.id not in done]
@@ -184,48 +261,122 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
     return out
 
 
+def _meta_problem(meta: dict) -> str | None:
+    """Why a parsed meta.json is not a corpus run's (None: it is)."""
+    settings = meta.get("settings")
+    if not isinstance(settings, dict):
+        return "meta.json has no settings"
+    if not isinstance(settings.get("model"), dict) or not isinstance(settings["model"].get("name"), str):
+        return "meta.json names no model"
+    return None
+
+
 def load_run(path: str | Path, tables: tuple[str, ...] = TABLES) -> RunData:
-    """Read a run folder written by :func:`run_corpus` (``tables`` left out come back empty, e.g. tokens)."""
+    """Read a run folder written by :func:`run_corpus` (``tables`` left out come back empty, e.g. tokens).
+
+    Only complete chunks are read (a part whose chunk has no ``snippets`` part yet is left out). Any problem is
+    a :class:`CorpusError` naming the folder and the fix."""
     import pandas as pd
 
     path = Path(path)
     meta = read_meta(path)
+    problem = _meta_problem(meta)
+    if problem:
+        raise _broken(path, problem)
+    done = sorted((path / "snippets").glob("part-*.parquet"))
+    if not done:
+        raise CorpusError(f"{path} holds no finished snippet yet (the run failed, was stopped, or is still "
+                          "running its first chunk): run the evaluation again, or delete the folder")
     frames = {}
     for table in TABLES:
-        parts = sorted((path / table).glob("part-*.parquet")) if table in tables else []
-        frames[table] = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True) if parts else pd.DataFrame()
+        if table not in tables:
+            frames[table] = pd.DataFrame()
+            continue
+        parts = [path / table / p.name for p in done]
+        missing = [p.name for p in parts if not p.is_file()]
+        if missing:
+            raise _broken(path, f"{table}/{missing[0]} is missing")
+        frames[table] = pd.concat([_read_part(path, p, table) for p in parts], ignore_index=True)
     return RunData(path=path, meta=meta, **frames)
 
 
-def run_folders(root: str | Path, *required: str) -> list[Path]:
-    """Folders under ``root`` holding a meta.json (and every file named in ``required``), newest first.
+def _problem(folder: Path, required: tuple[str, ...]) -> str | None:
+    """Why ``folder`` is not a readable run (None: it is). Without ``required`` it must be a corpus run."""
+    if not (folder / "meta.json").is_file():
+        return "no meta.json"
+    try:
+        meta = read_meta(folder)
+    except CorpusError as err:  # "<folder>/meta.json cannot be read (why); the fix": keep the middle
+        return str(err).replace(f"{folder}{os.sep}", "").split("; ")[0]
+    missing = [f for f in required if not (folder / f).exists()]
+    if missing:
+        return f"{', '.join(missing)} missing"
+    if not required:
+        problem = _meta_problem(meta)
+        if problem:
+            return problem
+        if not any((folder / "snippets").glob("part-*.parquet")):
+            return "no finished snippet yet (the run failed, was stopped, or is running its first chunk)"
+    return None
 
-    The one listing of run folders: corpus runs, and (with ``"heads.npz"``) attention runs."""
+
+def _candidates(root: Path, required: tuple[str, ...]) -> list[Path]:
+    """Sub-folders that are or were meant to be runs: a meta.json, or (corpus runs) a snippets table."""
+    try:
+        subs = [p for p in root.iterdir() if p.is_dir()]
+    except OSError:
+        return []
+    return [p for p in subs if (p / "meta.json").exists() or (not required and (p / "snippets").is_dir())]
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return (path / "meta.json").stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def run_folders(root: str | Path, *required: str) -> list[Path]:
+    """Readable runs under ``root`` (meta.json a JSON object, every file in ``required`` present), newest first.
+
+    The one listing of run folders: corpus runs (which must also name their model and have a finished chunk),
+    and (with ``"heads.npz"``) attention runs. :func:`broken_runs` lists the others."""
     root = Path(root)
     if not root.is_dir():
         return []
-    found = [p for p in root.iterdir() if (p / "meta.json").exists() and all((p / f).exists() for f in required)]
-    return sorted(found, key=lambda p: (p / "meta.json").stat().st_mtime, reverse=True)
+    found = [p for p in _candidates(root, required) if _problem(p, required) is None]
+    return sorted(found, key=_mtime, reverse=True)
+
+
+def broken_runs(root: str | Path, *required: str) -> list[tuple[Path, str]]:
+    """``(folder, reason)`` for each run folder under ``root`` that :func:`run_folders` leaves out, by name."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = [(p, _problem(p, required)) for p in sorted(_candidates(root, required))]
+    return [(p, reason) for p, reason in found if reason is not None]
 
 
 def read_meta(path: str | Path) -> dict:
-    """A run folder's meta.json, or CorpusError naming the folder when it is missing or not JSON."""
+    """A run folder's meta.json, or CorpusError naming the folder when it is missing or not a JSON object."""
     meta_path = Path(path) / "meta.json"
     try:
-        meta = json.loads(meta_path.read_text())
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CorpusError(f"{path} is not a run folder (no meta.json); create one with `python -m asc eval`") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CorpusError(f"{meta_path} cannot be read ({err}); delete the folder or run the evaluation again") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise CorpusError(f"{meta_path} cannot be read ({str(err)[:200]}); delete the folder and run the evaluation "
+                          "again") from None
     if not isinstance(meta, dict):
-        raise CorpusError(f"{meta_path} is not a JSON object; delete the folder or run the evaluation again")
+        raise CorpusError(f"{meta_path} is not a JSON object; delete the folder and run the evaluation again")
     return meta
 
 
 def run_title(path: str | Path) -> str:
     """``model · corpus · N snippets · folder`` for a run folder (from its meta.json)."""
     meta = read_meta(path)
-    settings = meta.get("settings", {})
+    settings = meta["settings"] if isinstance(meta.get("settings"), dict) else {}
+    model = settings["model"] if isinstance(settings.get("model"), dict) else {}
     done = "" if meta.get("finished") else " (incomplete)"
-    return (f"{settings.get('model', {}).get('name', '?')} · {settings.get('corpus', '?')} · "
+    return (f"{model.get('name', '?')} · {settings.get('corpus', '?')} · "
             f"{meta.get('n_planned', '?')} snippets{done} · {Path(path).name}")

@@ -17,6 +17,14 @@ Functions are top-level functions and methods (a function nested in another stay
 outer function), dedented. Size filters (``min_lines``/``max_lines``) apply to extracted functions;
 for ``humaneval`` and JSONL they apply only when given. Identical snippets are kept once.
 Files that are not valid UTF-8 are skipped with a warning.
+
+Specs that would read far more than a corpus are refused with a :class:`asc.errors.CorpusError` naming
+the fix (:func:`check_corpus_spec`): an empty spec (it used to mean the working directory), the
+filesystem root, the home folder itself, and a folder with more than :data:`MAX_FILES` source files.
+Given ``roots`` (the app passes :func:`asc.paths.data_roots`), a folder or file must lie inside one of
+them once symlinks are resolved; links inside a folder that point outside are skipped. ``.jsonl`` lines
+that are not JSON objects with a ``code`` string, hold lone surrogates (``"\\ud800"``, which no UTF-8
+file can store) or name an unknown language are skipped with a warning; a file with no usable line is refused.
 """
 
 from __future__ import annotations
@@ -28,21 +36,22 @@ import logging
 import os
 import sysconfig
 import textwrap
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from asc.errors import CorpusError
-from asc.syntax import get_parser
+from asc.syntax import LANGUAGES, get_parser
 
-__all__ = ["Snippet", "BUILTIN_CORPORA", "load_corpus", "extract_functions", "DEFAULT_MIN_LINES",
-           "DEFAULT_MAX_LINES"]
+__all__ = ["Snippet", "BUILTIN_CORPORA", "load_corpus", "check_corpus_spec", "extract_functions", "DEFAULT_MIN_LINES",
+           "DEFAULT_MAX_LINES", "MAX_FILES"]
 
 log = logging.getLogger(__name__)
 
 BUILTIN_CORPORA = ("humaneval", "algorithms", "stdlib")
 DEFAULT_MIN_LINES = 5
 DEFAULT_MAX_LINES = 60
+MAX_FILES = 50_000  # source files read from one folder at most (CPython's stdlib has ~2,000)
 _EXTENSIONS = {".py": "python", ".java": "java"}
 _FUNCTION_TYPES = {"python": ("function_definition",), "java": ("method_declaration", "constructor_declaration")}
 _SKIP_DIRS = {"test", "tests", "site-packages", "dist-packages", "idlelib", "turtledemo", "__pycache__", "lib2to3"}
@@ -105,12 +114,27 @@ def _read_text(path: Path) -> str | None:
     return None
 
 
-def _files(root: Path) -> Iterator[Path]:
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def _files(root: Path, roots: Sequence[Path] | None = None) -> Iterator[Path]:
+    """Source files below ``root`` (sorted), at most :data:`MAX_FILES`; with ``roots``, links leading out are skipped."""
+    n = 0
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
         for name in sorted(filenames):
-            if Path(name).suffix in _EXTENSIONS:
-                yield Path(dirpath) / name
+            if Path(name).suffix not in _EXTENSIONS:
+                continue
+            path = Path(dirpath) / name
+            if roots is not None and not _inside(path.resolve(), roots):
+                log.warning("skipping %s: it links outside the allowed data folders", path)
+                continue
+            n += 1
+            if n > MAX_FILES:
+                raise CorpusError(f"{root} holds more than {MAX_FILES:,} .py/.java files: give a smaller folder "
+                                  "(the package or project you want to evaluate)")
+            yield path
 
 
 def _from_files(paths: Iterable[Path], base: Path, min_lines, max_lines) -> Iterator[Snippet]:
@@ -145,28 +169,65 @@ def _package_root(module: str, pip_name: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
+def _encodable(*texts: str) -> bool:
+    """False when a text holds a lone surrogate (JSON ``"\\ud800"``): no UTF-8 file or tokenizer takes it."""
+    try:
+        for text in texts:
+            text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _jsonl_snippet(path: Path, n: int, line: str) -> Snippet | str:
+    """Line ``n`` of a .jsonl corpus as a snippet, or why it is skipped."""
+    try:
+        obj = json.loads(line)
+        if not isinstance(obj, dict):
+            raise TypeError(f"a JSON {type(obj).__name__}, not an object")
+        code = obj["code"]
+        if not isinstance(code, str):
+            raise TypeError("code is not a string")
+    except (json.JSONDecodeError, KeyError, TypeError, RecursionError) as err:
+        return f"needs a JSON object with a 'code' string ({type(err).__name__}: {str(err)[:100]})"
+    snip = Snippet(id=str(obj.get("id", f"{path.name}:{n}")), source=code, language=obj.get("language", "python"),
+                   origin=str(path), name=str(obj.get("name", "")), line=n)
+    if not _encodable(snip.id, snip.source, snip.name):
+        return "it holds a lone surrogate such as \\ud800 (not valid Unicode text)"
+    if snip.language not in LANGUAGES:
+        return f"unknown language {str(snip.language)[:40]!r} (choose from {', '.join(LANGUAGES)})"
+    return snip
+
+
 def _jsonl(path: Path, min_lines, max_lines) -> Iterator[Snippet]:
     text = _read_text(path)
     if text is None:
         raise CorpusError(f"{path} is not a readable UTF-8 file")
+    usable = 0
+    pending: list[tuple[int, str]] = []  # skipped lines before the first usable one: logged only if one comes
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-            code = obj["code"]
-            if not isinstance(code, str):
-                raise TypeError("code is not a string")
-        except (json.JSONDecodeError, KeyError, TypeError) as err:
-            log.warning("%s line %d skipped: needs a JSON object with a 'code' string (%s)", path, n, err)
+        snip = _jsonl_snippet(path, n, line)
+        if isinstance(snip, str):
+            if usable:
+                log.warning("%s line %d skipped: %s", path, n, snip)
+            else:
+                pending.append((n, snip))
             continue
-        snip = Snippet(id=str(obj.get("id", f"{path.name}:{n}")), source=code, language=obj.get("language", "python"),
-                       origin=str(path), name=str(obj.get("name", "")), line=n)
+        usable += 1
+        for m, why in pending:
+            log.warning("%s line %d skipped: %s", path, m, why)
+        pending.clear()
         if (min_lines is None or snip.n_lines >= min_lines) and (max_lines is None or snip.n_lines <= max_lines):
             yield snip
+    if not usable:
+        first = f" (line {pending[0][0]}: {pending[0][1]})" if pending else " (it is empty)"
+        raise CorpusError(f"{path} has no usable line{first}: give one JSON object per line with a 'code' string "
+                          f"(optional 'id', 'name', 'language': {', '.join(LANGUAGES)})")
 
 
-def _iter_corpus(spec: str, min_lines, max_lines) -> Iterator[Snippet]:
+def _iter_corpus(spec: str, min_lines, max_lines, roots: Sequence[Path] | None) -> Iterator[Snippet]:
     ext_min = DEFAULT_MIN_LINES if min_lines is None else min_lines
     ext_max = DEFAULT_MAX_LINES if max_lines is None else max_lines
     if spec == "humaneval":
@@ -179,7 +240,7 @@ def _iter_corpus(spec: str, min_lines, max_lines) -> Iterator[Snippet]:
         return _from_files(_files(root), root, ext_min, ext_max)
     path = Path(os.path.expanduser(spec))
     if path.is_dir():
-        return _from_files(_files(path), path, ext_min, ext_max)
+        return _from_files(_files(path, roots), path, ext_min, ext_max)
     if path.is_file() and path.suffix == ".jsonl":
         return _jsonl(path, min_lines, max_lines)
     if path.is_file() and path.suffix in _EXTENSIONS:
@@ -188,13 +249,54 @@ def _iter_corpus(spec: str, min_lines, max_lines) -> Iterator[Snippet]:
                       "files, a .py/.java file, or a .jsonl file with a 'code' field per line")
 
 
+def _home() -> Path | None:
+    try:
+        return Path.home().resolve()
+    except (RuntimeError, OSError):  # no home folder known
+        return None
+
+
+def check_corpus_spec(spec: str, roots: Sequence[Path] | None = None) -> None:
+    """CorpusError (naming the fix) for a spec that must not be read: empty, the filesystem root, the home folder
+    itself, or, given ``roots``, a folder or file outside all of them (symlinks and ``..`` resolved first).
+    The built-in corpora are always allowed."""
+    if not spec.strip():
+        raise CorpusError(f"empty corpus spec: give one of {', '.join(BUILTIN_CORPORA)}, a folder of .py/.java "
+                          "files, a .py/.java file or a .jsonl file")
+    if spec in BUILTIN_CORPORA:
+        return
+    try:
+        path = Path(os.path.expanduser(spec)).resolve()
+    except (OSError, RuntimeError, ValueError) as err:
+        raise CorpusError(f"corpus {spec!r} is not a usable path ({err})") from None
+    if path == Path(path.anchor):
+        raise CorpusError(f"corpus {spec!r} is the filesystem root: give the folder that holds your code, "
+                          "e.g. ~/projects/mylib")
+    if path == _home():
+        raise CorpusError(f"corpus {spec!r} is your home folder: give the folder that holds your code, "
+                          "e.g. ~/projects/mylib")
+    if roots is not None:
+        allowed = [Path(r).expanduser().resolve() for r in roots]
+        if not _inside(path, allowed):
+            raise CorpusError(f"corpus {spec!r} is outside the allowed data folders "
+                              f"({', '.join(map(str, allowed)) or 'none'}): copy it into one of them, or have the "
+                              "server's ASC_DATA_ROOTS include its folder")
+
+
 def load_corpus(spec: str, limit: int | None = None, min_lines: int | None = None,
-                max_lines: int | None = None) -> list[Snippet]:
-    """Load up to ``limit`` snippets (deterministic order, duplicates dropped). See the module doc."""
+                max_lines: int | None = None, roots: Sequence[Path] | None = None) -> list[Snippet]:
+    """Load up to ``limit`` snippets (deterministic order, duplicates dropped). See the module doc.
+
+    ``limit`` must be at least 1 (None: every snippet). ``roots``: the folders a folder or file spec must lie in
+    (None: anywhere but the refused places of :func:`check_corpus_spec`)."""
+    if limit is not None and limit < 1:
+        raise CorpusError(f"limit must be at least 1 (got {limit}); leave it out to read the whole corpus")
+    check_corpus_spec(spec, roots)
+    resolved_roots = None if roots is None else [Path(r).expanduser().resolve() for r in roots]
     seen_src: set[str] = set()
     seen_id: dict[str, int] = {}
     out: list[Snippet] = []
-    for snip in _iter_corpus(spec, min_lines, max_lines):
+    for snip in _iter_corpus(spec, min_lines, max_lines, resolved_roots):
         digest = hashlib.sha1(snip.source.encode("utf-8")).hexdigest()
         if digest in seen_src or not snip.source.strip():
             continue

@@ -293,6 +293,8 @@ def load_study(path: str | Path = DEFAULT_STUDY) -> StudyDefinition:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             raise InputError(f"{name}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
+        except RecursionError:
+            raise InputError(f"{name}: nested too deeply to be a study file; see {DEFAULT_STUDY.name}") from None
     elif path.suffix.lower() in (".yaml", ".yml"):
         import yaml
 
@@ -302,6 +304,8 @@ def load_study(path: str | Path = DEFAULT_STUDY) -> StudyDefinition:
             mark = getattr(err, "problem_mark", None)
             at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
             raise InputError(f"{name}: not valid YAML{at}: {getattr(err, 'problem', None) or err}") from None
+        except RecursionError:
+            raise InputError(f"{name}: nested too deeply to be a study file; see {DEFAULT_STUDY.name}") from None
     else:
         raise InputError(f"{name}: a study file must end in .yaml, .yml or .json")
     return replace(parse_study(data, name), path=str(path))

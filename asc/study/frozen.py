@@ -169,6 +169,8 @@ def load_frozen(path: str | Path, definition: StudyDefinition) -> FrozenStudy:
         raise InputError(f"{path}: no prepared study: prepare it first (python -m asc.study prepare)") from None
     except (OSError, ValueError) as err:
         raise InputError(f"{path.name}: not a readable prepared study ({err}): prepare it again") from None
+    except RecursionError:
+        raise InputError(f"{path.name}: not a readable prepared study (nested too deeply): prepare it again") from None
     if not isinstance(doc, dict) or doc.get("format") != FROZEN_FORMAT:
         raise InputError(f"{path.name}: not a prepared study of format {FROZEN_FORMAT}: prepare it again")
     if doc.get("study_id") != definition.id or doc.get("definition_hash") != content_hash(definition):
@@ -179,9 +181,10 @@ def load_frozen(path: str | Path, definition: StudyDefinition) -> FrozenStudy:
                                      int(s["n_prompt"]), _scores_from(s["scores"], s["prompt"] + s["completion"]),
                                      doc["model"], definition.language, definition.aggregate)
                         for s in doc["samples"])
-    except (KeyError, TypeError, ValueError) as err:
+        return FrozenStudy(doc["study_id"], doc["definition_hash"], doc["model"], doc["prepared_at"], samples)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as err:
+        # a hand-edited or damaged file: a field missing, of the wrong type, or a number out of range
         raise InputError(f"{path.name}: damaged prepared study ({err!r}): prepare it again") from None
-    return FrozenStudy(doc["study_id"], doc["definition_hash"], doc["model"], doc["prepared_at"], samples)
 
 
 def frozen_explanation(sample: FrozenSample) -> tuple[Explanation, int]:

@@ -62,6 +62,7 @@ from sqlalchemy.pool import StaticPool
 
 from asc.atomic import write_atomic
 from asc.errors import InputError
+from asc.export import csv_text
 from asc.paths import study_db_url, study_dir
 from asc.study.definition import LIKERT_LABELS, Question, StudyDefinition
 
@@ -384,9 +385,9 @@ class StudyStore:
                             columns=["group", "name", "view", "assigned", "consented", "background_done", "finished"])
 
     def export_csv(self, path: str | Path) -> Path:
-        """All responses (:meth:`responses`) as CSV, written atomically."""
-        responses = self.responses()
-        return write_atomic(path, lambda tmp: responses.to_csv(tmp, index=False))
+        """All responses (:meth:`responses`) as CSV (spreadsheet-safe: :func:`asc.export.csv_text`), written atomically."""
+        text = csv_text(self.responses())
+        return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def _validate(questions: tuple[Question, ...], answers: dict, what: str) -> dict[str, str | None]:

@@ -2,12 +2,15 @@
 
 * :func:`causal_graph_figure`: confounders Z -> treatment T, Z -> outcome Y, T -> Y (the backdoor
   graph of the paper's AsC-Causal);
-* :func:`treatment_scatter`: one point per snippet, a concept's AsC-Eval value against the loss.
+* :func:`treatment_scatter`: one point per snippet, a concept's AsC-Eval value against the loss (snippet ids,
+  which come from corpus files, HTML-escaped).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from asc.viz.html import escape_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,7 +53,7 @@ def treatment_scatter(table: pd.DataFrame, treatment: str, outcome: str = "loss"
 
     sub = table.dropna(subset=[treatment, outcome])
     fig = go.Figure(go.Scatter(
-        x=sub[treatment], y=sub[outcome], mode="markers", text=sub.index.astype(str),
+        x=sub[treatment], y=sub[outcome], mode="markers", text=[escape_text(i) for i in sub.index],
         marker={"color": sub[color], "colorscale": "Viridis", "showscale": True, "size": 7, "opacity": 0.8,
                 "colorbar": {"title": {"text": color}}},
         hovertemplate="%{text}<br>value %{x:.3f}<br>loss %{y:.3f}<extra></extra>"))

@@ -8,7 +8,8 @@
 * :func:`difference_bars`: model A minus model B, diverging colors;
 * :func:`styled_table`: Table I with cells red below / blue above the threshold.
 
-Nothing is computed here beyond layout; inputs are never modified.
+Nothing is computed here beyond layout; inputs are never modified. Model and corpus names are HTML-escaped
+(:func:`asc.viz.html.escape_text`): they come from what users typed.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 from asc.concepts import GLOBAL
 from asc.viz.colors import COLORSCALE, MODEL_COLORS, value_color
+from asc.viz.html import escape_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,7 +39,7 @@ def category_bars(summary: pd.DataFrame, threshold: float = 0.6) -> go.Figure:
     fig = go.Figure()
     for k, ((model, corpus), rows) in enumerate(summary.groupby(["model", "corpus"], sort=False)):
         fig.add_trace(go.Bar(
-            name=f"{model} · {corpus}" if corpus else model, x=rows["category"], y=rows["median"],
+            name=escape_text(f"{model} · {corpus}" if corpus else model), x=rows["category"], y=rows["median"],
             marker_color=MODEL_COLORS[k % len(MODEL_COLORS)],
             error_y={"type": "data", "symmetric": False, "array": (rows["ci_high"] - rows["median"]).tolist(),
                      "arrayminus": (rows["median"] - rows["ci_low"]).tolist(), "thickness": 1.2, "width": 3},
@@ -62,7 +64,7 @@ def value_distribution(nodes_by_model: dict, category: str | None = None) -> go.
         sub = nodes[nodes["value"].notna() & nodes["category"].notna()]
         if category and category != GLOBAL:
             sub = sub[sub["category"] == category]
-        fig.add_trace(go.Box(y=sub["value"], name=model, boxpoints=False, marker_color=MODEL_COLORS[k % 6],
+        fig.add_trace(go.Box(y=sub["value"], name=escape_text(model), boxpoints=False, marker_color=MODEL_COLORS[k % 6],
                              boxmean=True))
     fig.update_layout(height=380, yaxis={"range": [0, 1.02], "title": "node value"}, showlegend=False,
                       margin={"l": 10, "r": 10, "t": 40, "b": 10}, plot_bgcolor="white",
@@ -89,7 +91,8 @@ def concept_treemap(types: pd.DataFrame) -> go.Figure:
         colors.append(color)
         hover.append(text)
 
-    for model, by_model in types.groupby("model", sort=False):
+    for raw_model, by_model in types.groupby("model", sort=False):
+        model = escape_text(raw_model)  # a label plotly renders as HTML
         add(model, model, "", int(by_model["nodes"].sum()), float(by_model["median"].median()),
             f"{int(by_model['nodes'].sum())} nodes")
         for cat, by_cat in by_model.groupby("category", sort=False):
@@ -115,7 +118,7 @@ def difference_bars(diff: pd.DataFrame, label: str = "category", top: int = 30) 
 
     rows = diff.dropna(subset=["difference"]).head(top)
     names = rows[label] if label == "category" else rows["category"] + " · " + rows["type"]
-    a, b = (diff["model_a"].iloc[0], diff["model_b"].iloc[0]) if len(diff) else ("A", "B")
+    a, b = (escape_text(diff["model_a"].iloc[0]), escape_text(diff["model_b"].iloc[0])) if len(diff) else ("A", "B")
     fig = go.Figure(go.Bar(
         x=rows["difference"], y=names, orientation="h",
         marker={"color": rows["difference"], "colorscale": "RdBu", "cmin": -0.5, "cmax": 0.5},

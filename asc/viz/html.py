@@ -1,4 +1,9 @@
-"""Offline HTML exports: a plotly figure or an HTML fragment as one self-contained file."""
+"""Offline HTML exports (a plotly figure or an HTML fragment as one self-contained file), and escaping.
+
+Plotly renders a subset of HTML in every label, hover text, legend entry and title (``<a href>``, ``<b>``,
+``<br>``...): :func:`escape_text` turns user-derived text (code, model ids, corpus names, file labels)
+into plain text there, so a string literal in a snippet cannot become a live link.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-__all__ = ["figure_html", "standalone_html"]
+__all__ = ["escape_text", "figure_html", "standalone_html"]
+
+
+def escape_text(text: object) -> str:
+    """``text`` as plain text inside plotly labels and HTML element content: ``&``, ``<`` and ``>`` as entities
+    (quotes stay: outside a tag they are text)."""
+    return html.escape(str(text), quote=False)
 
 
 def figure_html(fig: go.Figure) -> str:

@@ -4,7 +4,8 @@ Nothing here computes a score or mutates its input; every function may be called
 same arguments and returns an equal figure. Colors use one fixed scale for every view: red (0,
 poorly predicted) through yellow to blue (1, confident), ``cmin=0, cmax=1``, with a legend; nodes
 and tokens with no value are grey. Error nodes are drawn with a black X outline, MISSING nodes as
-open diamonds, folded nodes with a "+" after their label.
+open diamonds, folded nodes with a "+" after their label. Text from the code (labels, hover text) and titles
+are HTML-escaped: plotly would render a string literal's ``<a href=...>`` as a link.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from asc.explain import Explanation
 from asc.viz.colors import COLORSCALE, NO_VALUE, value_color
+from asc.viz.html import escape_text
 from asc.viz.layout import TreeLayout, tree_layout
 
 if TYPE_CHECKING:
@@ -56,7 +58,7 @@ def _hover(ex: Explanation, members: tuple[int, ...], values: np.ndarray, value_
     value = values[node]
     chain = " › ".join(t.type[m] for m in members)
     flags = " ERROR" if t.is_error[node] else (" MISSING" if t.is_missing[node] else "")
-    return (f"<b>{html.escape(chain)}</b>{flags}<br>category: {ex.node_category[node] or '—'}<br>"
+    return (f"<b>{html.escape(chain)}</b>{flags}<br>category: {html.escape(ex.node_category[node] or '—')}<br>"
             f"{html.escape(value_label)}: {'—' if math.isnan(value) else f'{value:.3f}'}"
             f"<br>tokens: {int(ex.alignment.counts()[node])}<br>{text}")
 
@@ -108,14 +110,14 @@ def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial
         marker = {"size": 12, "symbol": symbols[idx].tolist(), "line": {"color": "#222", "width": line_w[idx].tolist()}}
         if name == "value":
             marker.update(color=ex_values[idx].tolist(), colorscale=colorscale, cmin=cmin, cmax=cmax, showscale=True,
-                          colorbar={"title": {"text": value_label}, "thickness": 12, "len": 0.6,
+                          colorbar={"title": {"text": escape_text(value_label)}, "thickness": 12, "len": 0.6,
                                     "x": 1.0, "xanchor": "left", "xpad": 16, "y": 1.0, "yanchor": "top",
                                     "tickvals": list(np.linspace(cmin, cmax, 6).round(2))})
         else:
             marker.update(color=NO_VALUE)
         fig.add_trace(go.Scatter(
             x=px[idx], y=lay.y[idx], mode="markers+text", name=name, marker=marker,
-            text=[labels[i] for i in idx], textposition="middle right", textfont={"size": 11},
+            text=[escape_text(labels[i]) for i in idx], textposition="middle right", textfont={"size": 11},
             customdata=lay.node[idx].tolist(), hovertext=[hovers[i] for i in idx], hoverinfo="text", showlegend=False,
             # a click selects a point; keep every node's color (the black ring marks the selection)
             selected={"marker": {"opacity": 1}}, unselected={"marker": {"opacity": 1}, "textfont": {"color": "#444"}}))
@@ -133,7 +135,7 @@ def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial
         xaxis={"visible": False, "range": [-12, total_px]},
         yaxis={"visible": False, "autorange": "reversed"},
         plot_bgcolor="white", dragmode="pan", clickmode="event+select",
-        title={"text": title or f"{view} AST: {lay.n_boxes} nodes", "font": {"size": 13}})
+        title={"text": escape_text(title or f"{view} AST: {lay.n_boxes} nodes"), "font": {"size": 13}})
     return fig
 
 

@@ -171,6 +171,9 @@ def read_json(path: str | os.PathLike[str]) -> list[Sample]:
             data = json.load(fh)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise InputError(f"{os.fspath(path)}: cannot read a CodeSyntax JSON file ({err})") from None
+    except RecursionError:
+        raise InputError(f"{os.fspath(path)}: nested too deeply to be a CodeSyntax JSON file (a list of "
+                         "samples)") from None
     if not isinstance(data, list):
         raise InputError(f"{os.fspath(path)}: expected a JSON list of samples, got {type(data).__name__}")
     return [Sample.from_json(d, index=i) for i, d in enumerate(data)]

@@ -52,8 +52,9 @@ def _tokenizer_id(tokenizer) -> dict:
 
 
 def build_tasks(names: Sequence[str], corpus: str = "stdlib", size: int = 1000, seed: int = 0,
-                task_files: Sequence[str | Path] = ()) -> list[Task]:
-    """INSPECT tasks by name (``"all"`` for the 15) built from ``corpus``, then external TSV task files.
+                task_files: Sequence[str | Path] = (), extra: Sequence[Task] = ()) -> list[Task]:
+    """INSPECT tasks by name (``"all"`` for the 15) built from ``corpus``, then external TSV task files, then
+    the tasks of ``extra`` (parsed already, e.g. uploads: :func:`probes.inspect.taskfile.store_upload`).
 
     Raises ``ValueError`` listing the valid names for an unknown task, and for an empty selection.
     """
@@ -75,6 +76,7 @@ def build_tasks(names: Sequence[str], corpus: str = "stdlib", size: int = 1000, 
         if not Path(path).is_file():
             raise InputError(f"task file not found: {path}")
         tasks.append(load_tsv(path))
+    tasks += list(extra)
     if not tasks:
         raise InputError("no task: choose INSPECT tasks (e.g. KTX, IDN or all) and/or give INSPECT TSV task files")
     return tasks
@@ -82,14 +84,15 @@ def build_tasks(names: Sequence[str], corpus: str = "stdlib", size: int = 1000, 
 
 def layer_job(names: Sequence[str], out: str | Path, *, corpus: str = "stdlib", size: int = 1000, seed: int = 0,
               task_files: Sequence[str | Path] = (), pooling: str | None = None, max_tokens: int = PROBE_MAX_TOKENS,
+              extra: Sequence[Task] = (),
               ) -> Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None]:
     """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.corpus.jobs.JobQueue.submit_call`: builds the
-    tasks, then :func:`run_layers` into ``out``."""
-    names, task_files = tuple(names), tuple(task_files)
+    tasks (``extra``: tasks parsed already), then :func:`run_layers` into ``out``."""
+    names, task_files, extra = tuple(names), tuple(task_files), tuple(extra)
 
     def call(bundle: ModelBundle, on_progress: Callable[[str, int, int], None], should_stop: Callable[[], bool]) -> None:
         on_progress("building tasks", 0, 1)
-        tasks = build_tasks(names, corpus, size, seed, task_files)
+        tasks = build_tasks(names, corpus, size, seed, task_files, extra)
         run_layers(bundle, tasks, out, pooling=pooling, seed=seed, max_tokens=max_tokens, corpus=corpus,
                    on_progress=on_progress, should_stop=should_stop)
 

@@ -6,6 +6,10 @@ and the escaped files :meth:`Task.to_tsv` writes (a ``#asc-studio escaped`` firs
 newline, tab and CR escaped, so any text round-trips). Malformed rows are skipped with one warning
 naming the first bad line; a file with no valid row, or labels/splits that do not fit, raise
 :class:`asc.errors.InputError`.
+
+:func:`parse_tsv` reads the same format from bytes in memory (an upload): the size is capped
+(:data:`MAX_TASK_FILE_BYTES`) before anything is decoded, and the task name taken from the file name
+(:func:`task_name`) keeps only ``[A-Za-z0-9_-]`` (at most 40 characters), so it never forms a path.
 """
 
 from __future__ import annotations
@@ -14,20 +18,22 @@ import hashlib
 import json
 import logging
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
 from asc.atomic import write_atomic
 from asc.errors import InputError
 
-__all__ = ["TASK_SPLITS", "TSV_HEADER", "Task", "load_tsv"]
+__all__ = ["MAX_TASK_FILE_BYTES", "TASK_SPLITS", "TSV_HEADER", "Task", "load_tsv", "parse_tsv", "store_upload", "task_name"]
 
 log = logging.getLogger(__name__)
 
 TASK_SPLITS = ("tr", "va", "te")
 TSV_HEADER = "#asc-studio escaped"
+MAX_TASK_FILE_BYTES = 50 * 1024 * 1024  # larger task files are refused before they are decoded
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def _natural_key(label: str) -> list:
@@ -90,10 +96,27 @@ def _unescape(text: str) -> str:
     return re.sub(r"\\([\\ntr])", lambda m: _UNESCAPES[m.group(1)], text)
 
 
-def load_tsv(path: str | Path, name: str | None = None) -> Task:
-    """Read an INSPECT file (raw) or one written by :meth:`Task.to_tsv` (escaped); malformed rows are skipped."""
-    path = Path(path)
-    lines = path.read_bytes().decode("utf-8-sig").split("\n")  # no newline translation: a CR stays in its row
+def task_name(file_name: str) -> str:
+    """The task name of a file: its stem upper-cased, other characters than ``[A-Za-z0-9_-]`` replaced by ``_``,
+    at most 40 characters (``UPLOAD`` when nothing is left). Folders in ``file_name`` are ignored."""
+    stem = PurePosixPath(file_name.replace("\\", "/")).stem
+    return _NAME_CHARS.sub("_", stem).strip("_-")[:40].strip("_-").upper() or "UPLOAD"
+
+
+def parse_tsv(data: bytes, name: str, source: str = "upload") -> Task:
+    """A task from the bytes of an INSPECT file (raw or escaped), named by :func:`task_name` of ``name``.
+
+    ``source`` is recorded in ``meta`` and names the file in messages. Raises InputError for data over
+    :data:`MAX_TASK_FILE_BYTES` (checked before decoding), invalid UTF-8 or no valid row.
+    """
+    if len(data) > MAX_TASK_FILE_BYTES:
+        raise InputError(f"{source}: the task file has {len(data) / 2**20:.1f} MB; at most "
+                         f"{MAX_TASK_FILE_BYTES / 2**20:.0f} MB are taken")
+    try:
+        decoded = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{source}: not valid UTF-8 (byte {err.start}: {err.reason}); re-save it as UTF-8") from None
+    lines = decoded.split("\n")  # no newline translation: a CR stays in its row
     if lines and lines[-1] == "":
         lines.pop()
     escaped = bool(lines) and lines[0].rstrip("\r") == TSV_HEADER
@@ -108,17 +131,46 @@ def load_tsv(path: str | Path, name: str | None = None) -> Task:
         split, label, text = parts
         rows.append((split, _unescape(label) if escaped else label, _unescape(text) if escaped else text))
     if not rows:
-        raise InputError(f"{path}: no valid 'split<TAB>label<TAB>text' row (split in {'/'.join(TASK_SPLITS)})")
+        raise InputError(f"{source}: no valid 'split<TAB>label<TAB>text' row (split in {'/'.join(TASK_SPLITS)})")
     labels = tuple(sorted({r[1] for r in rows}, key=_natural_key))
     index = {label: i for i, label in enumerate(labels)}
     warnings = []
     if bad:
-        warnings.append(f"{path}: skipped {len(bad)} malformed row(s) (wrong field count, unknown split or empty "
+        warnings.append(f"{source}: skipped {len(bad)} malformed row(s) (wrong field count, unknown split or empty "
                         f"text), the first at line {bad[0]}")
         log.warning(warnings[-1])
     y = np.array([index[r[1]] for r in rows], dtype=np.int64)
-    meta = {"source": str(path), "format": "asc-studio escaped" if escaped else "inspect raw",
+    meta = {"source": source, "format": "asc-studio escaped" if escaped else "inspect raw",
             "skipped_rows": len(bad), "first_bad_line": bad[0] if bad else None, "warnings": warnings,
             "per_class": {lab: int((y == i).sum()) for i, lab in enumerate(labels)},
             "per_split": {s: sum(r[0] == s for r in rows) for s in TASK_SPLITS}}
-    return Task(name or path.stem.upper(), labels, tuple(r[2] for r in rows), y, np.array([r[0] for r in rows]), meta)
+    return Task(task_name(name), labels, tuple(r[2] for r in rows), y, np.array([r[0] for r in rows]), meta)
+
+
+def store_upload(data: bytes, name: str, folder: str | Path) -> Task:
+    """Parse an uploaded task file in memory (:func:`parse_tsv`), then keep its bytes as ``<folder>/<hash>.tsv``.
+
+    The stored name is the first 16 hex digits of the content's SHA-256: the browser's ``name`` only names
+    the task (:func:`task_name`), never a path. Nothing is written when the file does not parse.
+    """
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    target = Path(folder) / f"{digest}.tsv"
+    task = parse_tsv(data, name, source=f"upload {target.name}")
+    write_atomic(target, lambda tmp: tmp.write_bytes(data))
+    return task
+
+
+def load_tsv(path: str | Path, name: str | None = None) -> Task:
+    """Read an INSPECT file (raw) or one written by :meth:`Task.to_tsv` (escaped); malformed rows are skipped.
+
+    The task is named ``name``, or after the file (:func:`task_name`)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: task file not found") from None
+    except OSError as err:  # a folder, no permission
+        raise InputError(f"{path}: cannot read the task file ({err.strerror or err}); give a "
+                         "split<TAB>label<TAB>text file") from None
+    task = parse_tsv(data, path.name, source=str(path))
+    return replace(task, name=name) if name else task

@@ -1,0 +1,150 @@
+"""Who may do what: shared or local mode, the models and corpora a visitor may use, password checks.
+
+The app is **local** when only this machine can reach it (its server address is a loopback address) and
+**shared** otherwise: Streamlit without an address listens on every interface, ``make study`` serves the
+local network, and study mode is shared whatever the address. ``ASC_SHARED=1``/``0`` overrides.
+
+In shared mode (:class:`AccessPolicy`) a visitor may load the embedded models and the ids the admin lists
+in ``ASC_ALLOWED_MODELS``, nothing typed (a path would load, or tell apart, server folders); may trust a
+model's remote code only with ``ASC_ALLOW_REMOTE_CODE=1``; and may read corpora only among the built-in
+ones or under ``ASC_DATA_ROOTS``. In local mode everything stays open (the user owns the machine).
+
+Passwords are compared in constant time (:func:`password_matches`) and tries are limited
+(:class:`RateLimiter`). Nothing here imports Streamlit: ``ui.access`` feeds in the server address and
+the client's key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from asc import paths
+from asc.corpus.sources import BUILTIN_CORPORA, check_corpus_spec
+from asc.errors import InputError
+from asc.models import embedded_names
+
+__all__ = ["AccessPolicy", "RateLimiter", "is_loopback", "password_matches"]
+
+
+def is_loopback(address: str) -> bool:
+    """True for ``localhost`` and loopback IPs (``127.x.x.x``, ``::1``); False for "" (every interface), other
+    names and other addresses."""
+    address = address.strip().strip("[]").lower()
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def password_matches(given: str, expected: str) -> bool:
+    """``given == expected`` in constant time (SHA-256 digests compared with ``hmac.compare_digest``, so neither
+    the length nor the first differing character shows in the time taken); False when ``expected`` is empty."""
+    if not expected:
+        return False
+    digest = hashlib.sha256(given.encode("utf-8", "surrogatepass")).digest()
+    return hmac.compare_digest(digest, hashlib.sha256(expected.encode("utf-8", "surrogatepass")).digest())
+
+
+class RateLimiter:
+    """At most ``max_tries`` calls of :meth:`allow` per key within any ``per_seconds`` window (thread-safe)."""
+
+    def __init__(self, max_tries: int, per_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_tries = max_tries
+        self.per_seconds = per_seconds
+        self._clock = clock
+        self._tries: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def allow(self, key: str) -> bool:
+        """Count a try for ``key``: True when it is within the limit, False (not counted) when over it."""
+        now = self._clock()
+        with self._lock:
+            for k in [k for k, q in self._tries.items() if q and q[-1] <= now - self.per_seconds]:
+                del self._tries[k]  # forget quiet keys: the table stays as small as the recent clients
+            tries = self._tries.setdefault(key, deque())
+            while tries and tries[0] <= now - self.per_seconds:
+                tries.popleft()
+            if len(tries) >= self.max_tries:
+                return False
+            tries.append(now)
+            return True
+
+    def retry_after(self, key: str) -> float:
+        """Seconds until ``key`` may try again (0 when it may now)."""
+        now = self._clock()
+        with self._lock:
+            tries = self._tries.get(key)
+            if not tries or len(tries) < self.max_tries:
+                return 0.0
+            return max(0.0, tries[0] + self.per_seconds - now)
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    """What visitors may use. ``allowed_models``: ids allowed besides the embedded models (None: none);
+    ``data_roots``: folders corpus paths must lie in (None: any folder locally, none when shared)."""
+
+    shared: bool
+    allowed_models: tuple[str, ...] | None = None
+    allow_remote_code: bool = False
+    data_roots: tuple[Path, ...] | None = None
+
+    @classmethod
+    def from_environment(cls, server_address: str, study_mode: bool) -> AccessPolicy:
+        """The policy of a server at ``server_address`` (``""``: every interface), with the admin's variables
+        (``ASC_SHARED``, ``ASC_ALLOWED_MODELS`` plus ``ASC_MODEL``, ``ASC_ALLOW_REMOTE_CODE``, ``ASC_DATA_ROOTS``)."""
+        override = paths.shared_override()
+        shared = override if override is not None else (study_mode or not is_loopback(server_address))
+        roots = paths.data_roots()
+        models = paths.allowed_models()
+        if paths.default_model() not in embedded_names():  # the admin's ASC_MODEL is allowed too
+            models = tuple(dict.fromkeys([*models, paths.default_model()]))
+        return cls(shared=shared, allowed_models=models or None, allow_remote_code=paths.allow_remote_code(),
+                   data_roots=None if roots is None else tuple(roots))
+
+    def model_choices(self, names: list[str]) -> list[str]:
+        """``names`` (embedded models) followed by the admin's allowed ids (shared mode), without repeats."""
+        extra = list(self.allowed_models or ()) if self.shared else []
+        return list(dict.fromkeys([*names, *extra]))
+
+    def check_model(self, spec: str) -> None:
+        """InputError unless ``spec`` may be loaded. Shared: an embedded name or one of ``ASC_ALLOWED_MODELS``,
+        decided on the text alone (the message is the same whether or not a folder of that name exists)."""
+        if not self.shared or spec in embedded_names() or spec in (self.allowed_models or ()):
+            return
+        raise InputError(f"model {spec!r} is not offered on this shared server: choose one of the listed models "
+                         "(the server's admin can add Hugging Face ids with ASC_ALLOWED_MODELS)")
+
+    @property
+    def remote_code_allowed(self) -> bool:
+        """Whether visitors may turn on "Trust remote code" (always locally)."""
+        return not self.shared or self.allow_remote_code
+
+    def check_remote_code(self, flag: bool) -> None:
+        """InputError when ``flag`` asks to run a model's own code on a shared server that does not allow it."""
+        if flag and not self.remote_code_allowed:
+            raise InputError("this shared server does not run models' remote code (the admin can allow it with "
+                             "ASC_ALLOW_REMOTE_CODE=1)")
+
+    def corpus_paths_allowed(self) -> bool:
+        """Whether a corpus may be a path (locally always; shared only with ``ASC_DATA_ROOTS``)."""
+        return not self.shared or bool(self.data_roots)
+
+    def check_corpus(self, spec: str) -> None:
+        """An :class:`asc.errors.AscError` unless ``spec`` may be read: a built-in corpus, or a path inside the
+        data roots (shared mode: none unless ``ASC_DATA_ROOTS`` names some). See
+        :func:`asc.corpus.sources.check_corpus_spec`."""
+        if spec in BUILTIN_CORPORA:
+            return
+        roots = self.data_roots if not self.shared else (self.data_roots or ())
+        check_corpus_spec(spec, roots)
