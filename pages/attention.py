@@ -57,9 +57,9 @@ job_panel()
 
 folders = attention_runs(root)
 if not folders:
-    st.info("No attention scores yet: run the small demo below, start a run above, or from a shell: "
-            "`.venv/bin/python -m probes attention --model smollm2-135m --corpus humaneval --out runs/attention`.")
-    jobs.demo_button(JobKind.ATTENTION, "attention")
+    jobs.no_results(JobKind.ATTENTION, "attention", "No attention scores yet: run the small demo below, start a run "
+                    "above, or from a shell: `.venv/bin/python -m probes attention --model smollm2-135m --corpus "
+                    "humaneval --out runs/attention`.")
     st.stop()
 runs = {f: cache.attention_run(f) for f in folders}
 folder = st.selectbox("Model run", folders, key="at_run", format_func=lambda f: (

@@ -30,7 +30,7 @@ def job_panel() -> None:
 
 job_panel()
 folders, titles = guards.runs_or_stop("run a corpus (100+ snippets recommended) on the Global AsC-Eval page",
-                                      demo="causal", note="The demo is the Global AsC-Eval page's run too: the "
+                                      demo="causal", note="The Global AsC-Eval page shows this run too; the "
                                       "estimates appear here when it finishes.")
 chosen = st.multiselect("Results (one or two models)", folders, default=folders[:1], max_selections=2,
                         format_func=titles.get, key="causal_runs")

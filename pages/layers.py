@@ -74,9 +74,9 @@ job_panel()
 
 results = cache.probe_results(folder)
 if not results:
-    st.info("No probe results yet: run the small demo below, start a run above, or from a shell: "
-            "`.venv/bin/python -m probes layers --model smollm2-135m --tasks KTX,IDN,LEN --out runs/layers`.")
-    jobs.demo_button(JobKind.LAYERS, "layers")
+    jobs.no_results(JobKind.LAYERS, "layers", "No probe results yet: run the small demo below, start a run above, "
+                    "or from a shell: `.venv/bin/python -m probes layers --model smollm2-135m --tasks KTX,IDN,LEN "
+                    "--out runs/layers`.")
     st.stop()
 
 poolings = sorted({r.pooling for r in results})

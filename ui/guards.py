@@ -24,7 +24,7 @@ def runs_or_stop(where: str, demo: str = "", note: str = "") -> tuple[list[Path]
     """Readable run folders and their titles; without any, say how to make one (``where``) and stop the page.
 
     ``demo`` (a page's name, e.g. ``"global"``): offer the one-click eval demo there too
-    (:func:`ui.jobs.demo_button`, with ``note`` on what appears when it finishes).
+    (:func:`ui.jobs.no_results`; ``note``: a line on what appears when it finishes).
 
     Folders that cannot be read (garbled meta.json, no finished chunk) are listed apart in an expander with
     why, as plain text: they never reach the page."""
@@ -41,10 +41,12 @@ def runs_or_stop(where: str, demo: str = "", note: str = "") -> tuple[list[Path]
         except CorpusError:  # changed since it was listed
             continue
     if not titles:
-        st.info(f"No results yet: {'run the small demo below, ' if demo else ''}{where}, or from a shell: "
-                "`.venv/bin/python -m asc eval --corpus humaneval --out runs/smollm2-he`.")
+        message = (f"No results yet: {'run the small demo below, ' if demo else ''}{where}, or from a shell: "
+                   "`.venv/bin/python -m asc eval --corpus humaneval --out runs/smollm2-he`.")
         if demo:
-            jobs.demo_button(JobKind.EVAL, demo, note)
+            jobs.no_results(JobKind.EVAL, demo, message, note)
+        else:
+            st.info(message)
         st.stop()
     return list(titles), titles
 

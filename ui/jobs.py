@@ -17,7 +17,6 @@ from collections.abc import Callable
 import streamlit as st
 
 from asc.corpus.jobs import Job, JobKind, JobQueue
-from asc.errors import AscError
 from asc.models import EMBEDDED
 from asc.paths import attention_dir, default_model, layers_dir, runs_dir
 from probes.codesyntax.attention import attention_job
@@ -51,7 +50,7 @@ def owner() -> str:
 def _describe(job: Job) -> str:
     label = f"#{job.id} {job.model}, {job.corpus}: {job.status}"
     if job.status == "running":
-        label += f" ({job.stage} {job.done}/{job.total}, {job.elapsed:.0f} s)"
+        label += f" ({job.stage + ' ' if job.stage else ''}{job.done}/{job.total}, {job.elapsed:.0f} s)"
     return label
 
 
@@ -123,25 +122,30 @@ def submit_demo(kind: JobKind, queue: JobQueue, owner: str = "") -> list[Job]:
 
 
 def demo_button(kind: JobKind, where: str, note: str = "") -> None:
-    """The demo of ``kind`` as one button (key ``demo_<where>``), for a page's "No results yet" message.
+    """The demo of ``kind`` as one button (key ``demo_<where>``) with a line on what it computes (and ``note``).
 
-    A click submits :func:`submit_demo` for this tab and reruns, so the page's job panel shows its progress;
-    while a job of ``kind`` from this tab is queued or running, a line says so instead (``note``: what appears
-    when it finishes) and nothing can be submitted twice. A server whose policy refuses the default model or
-    the demo's corpus shows why and offers no button."""
-    if any(job.active for job in job_queue().jobs(kind, owner=owner())):
-        st.caption(note or "A run is under way (progress above): its results appear here when it finishes.")
+    A click submits :func:`submit_demo` for this tab and reruns, so the page's job panel shows its progress.
+    Nothing is offered while a job of ``kind`` from this tab is queued or running (no demo twice). Every
+    server's policy (:func:`ui.access.policy`) allows the demos: embedded or default models, built-in corpora."""
+    if running(kind):
         return
-    policy = access.policy()
-    try:
-        for model in demo_models(kind):
-            policy.check_model(model)
-        if kind is not JobKind.LAYERS:
-            policy.check_corpus(DEMO_CORPUS)
-    except AscError as err:
-        st.caption(plain(f"No demo on this server: {err}"))
-        return
-    if st.button(DEMO_BUTTON, type="primary", key=f"demo_{where}", help=describe_demo(kind)):
+    if st.button(DEMO_BUTTON, type="primary", key=f"demo_{where}"):
         submit_demo(kind, job_queue(), owner=owner())
         st.rerun()
     st.caption(plain(describe_demo(kind)) + (f" {note}" if note else ""))
+
+
+def running(kind: JobKind) -> bool:
+    """Whether this tab has a job of ``kind`` queued or running."""
+    return any(job.active for job in job_queue().jobs(kind, owner=owner()))
+
+
+def no_results(kind: JobKind, where: str, message: str, note: str = "") -> None:
+    """A page without results: ``message`` (how to get some) and the demo's button under it (``note``: for its
+    caption); while this tab has a job of ``kind`` queued or running, one line instead: the results appear
+    when it finishes."""
+    if running(kind):
+        st.info("A run is under way (progress above): its results appear here when it finishes.")
+        return
+    st.info(message)
+    demo_button(kind, where, note)

@@ -6,6 +6,8 @@ leaves out its MiniLM baseline (no real model in these tests: see ui.jobs.demo_m
 """
 
 import json
+import threading
+from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -25,19 +27,30 @@ def fresh(monkeypatch, tmp_path):
     return tmp_path / "runs"
 
 
-def _click_demo(name: str, kind: JobKind) -> tuple[AppTest, list]:
+def _hold_queue(out: Path) -> threading.Event:
+    """Keep the app's queue busy (with another tab's job, writing nothing to ``out``) until the returned event is
+    set: what is submitted next stays queued, so the page can be checked before its demo has finished."""
+    gate = threading.Event()
+    jobs.job_queue().submit_call(JobKind.EVAL, "tiny-random", "hold", out, lambda *_: gate.wait(120), owner="other")
+    return gate
+
+
+def _click_demo(name: str, kind: JobKind, runs: Path) -> tuple[AppTest, list]:
     """Open ``pages/<name>.py``, check it has no results and offers the demo, click it: (page, new jobs)."""
     at = AppTest.from_file(page(name), default_timeout=300)
     at.run()
     assert not at.exception
     assert any("yet" in i.value and "demo" in i.value for i in at.info)  # "No results yet: run the small demo..."
+    gate = _hold_queue(runs / "held")
     before = len(jobs.job_queue().jobs())
     button(at, jobs.DEMO_BUTTON).click().run()
     assert not at.exception
     new = jobs.job_queue().jobs()[before:]
     assert [job.kind for job in new] == [kind] * len(new) and new
     assert not [b for b in at.button if b.label == jobs.DEMO_BUTTON]  # no second demo while it runs
+    assert any("A run is under way" in i.value for i in at.info)
     assert at.get("progress")  # the page's job panel shows it
+    gate.set()
     assert jobs.job_queue().wait(300)
     assert [job.status for job in new] == ["done"] * len(new), [job.error for job in new]
     at.run()
@@ -48,7 +61,7 @@ def _click_demo(name: str, kind: JobKind) -> tuple[AppTest, list]:
 
 
 def test_global_demo_runs_humaneval_on_the_default_model_and_shows_figures(fresh):
-    at, new = _click_demo("global_eval", JobKind.EVAL)
+    at, new = _click_demo("global_eval", JobKind.EVAL, fresh)
     (job,) = new
     assert (job.model, job.corpus, job.limit) == ("tiny-random", jobs.DEMO_CORPUS, jobs.DEMO_LIMIT) == (
         "tiny-random", "humaneval", 40)
@@ -60,11 +73,14 @@ def test_global_demo_runs_humaneval_on_the_default_model_and_shows_figures(fresh
 def test_causal_demo_is_the_same_eval_run(fresh):
     at = AppTest.from_file(page("causal"), default_timeout=300)
     at.run()
+    assert any("estimates appear here when it finishes" in c.value for c in at.caption)
+    gate = _hold_queue(fresh / "held")
     button(at, jobs.DEMO_BUTTON).click().run()
     assert not at.exception
     (job,) = jobs.job_queue().jobs()[-1:]
     assert job.kind is JobKind.EVAL and job.out == run_folder(fresh, "tiny-random", "humaneval", 40)
-    assert any("estimates appear here when it finishes" in c.value for c in at.caption)
+    assert any("A run is under way" in i.value for i in at.info)
+    gate.set()
     assert jobs.job_queue().wait(300) and job.status == "done"
     at.run()
     assert not at.exception and not any("No results yet" in i.value for i in at.info)
@@ -73,7 +89,7 @@ def test_causal_demo_is_the_same_eval_run(fresh):
 
 def test_layers_demo_uses_only_the_default_model_under_the_tiny_model(fresh):
     assert jobs.demo_models(JobKind.LAYERS) == ["tiny-random"]
-    at, new = _click_demo("layers", JobKind.LAYERS)
+    at, new = _click_demo("layers", JobKind.LAYERS, fresh)
     assert [job.model for job in new] == ["tiny-random"]
     titles = [c["layout"]["title"]["text"] for c in charts(at)]
     assert titles[0] == "tiny-random: accuracy per task and layer (box: layer chosen on dev)"
@@ -88,7 +104,7 @@ def test_attention_demo_scores_the_default_model(fresh, monkeypatch, tmp_path):
     short.write_text("\n".join(json.dumps({"id": f"s{i}", "code": code.replace("def ", f"def v{i}_", 1)})
                                for i, code in enumerate(ATTENTION_CODES * 3)))
     monkeypatch.setattr(jobs, "DEMO_CORPUS", str(short))
-    _, new = _click_demo("attention", JobKind.ATTENTION)
+    _, new = _click_demo("attention", JobKind.ATTENTION, fresh)
     assert [job.model for job in new] == ["tiny-random"]
     assert new[0].corpus == f"attention maps: {short} ({jobs.DEMO_LIMIT})"
 

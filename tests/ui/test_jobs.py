@@ -21,3 +21,9 @@ def test_describe_says_model_label_status_and_progress_while_running():
     assert jobs._describe(job) == "#3 tiny-random, layer probes: toy: running (TOY probes 2/5, 4 s)"
     job.status = "failed"
     assert jobs._describe(job) == "#3 tiny-random, layer probes: toy: failed"
+
+
+def test_describe_leaves_out_an_empty_stage():
+    job = Job(id=4, kind=JobKind.EVAL, model="tiny-random", corpus="humaneval", limit=40, out=Path("out"))
+    job.status, job.done, job.total, job.started = "running", 8, 40, time.time() - 2.2
+    assert jobs._describe(job) == "#4 tiny-random, humaneval: running (8/40, 2 s)"
