@@ -140,11 +140,16 @@ class AccessPolicy:
         """Whether a corpus may be a path (locally always; shared only with ``ASC_DATA_ROOTS``)."""
         return not self.shared or bool(self.data_roots)
 
+    @property
+    def corpus_roots(self) -> tuple[Path, ...] | None:
+        """The folders every corpus load must stay in: the data roots, and in shared mode nothing else (``()``:
+        built-in corpora only); None locally without ``ASC_DATA_ROOTS``. Jobs get it too (defence in depth)."""
+        return (self.data_roots or ()) if self.shared else self.data_roots
+
     def check_corpus(self, spec: str) -> None:
         """An :class:`asc.errors.AscError` unless ``spec`` may be read: a built-in corpus, or a path inside the
         data roots (shared mode: none unless ``ASC_DATA_ROOTS`` names some). See
         :func:`asc.corpus.sources.check_corpus_spec`."""
         if spec in BUILTIN_CORPORA:
             return
-        roots = self.data_roots if not self.shared else (self.data_roots or ())
-        check_corpus_spec(spec, roots)
+        check_corpus_spec(spec, self.corpus_roots)

@@ -45,7 +45,8 @@ with st.expander("Score a model's heads", expanded=not attention_runs(root)):
         elif guards.allowed(models, corpus):
             for model in models:
                 queue.submit_call(JobKind.ATTENTION, model, f"attention maps: {corpus} ({int(limit)})", root,
-                                  attention_job(corpus, root, spec=model, limit=int(limit)), owner=jobs.owner())
+                                  attention_job(corpus, root, spec=model, limit=int(limit),
+                                                roots=access.policy().corpus_roots), owner=jobs.owner())
 
 
 @st.fragment(run_every=2.0)

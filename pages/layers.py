@@ -19,7 +19,7 @@ from probes.figures import best_layer_heatmap, confusion_figure, layer_curves, l
 from probes.inspect.layers import best_layer_table, layer_job, normalized_table, results_table
 from probes.inspect.taskfile import MAX_TASK_FILE_BYTES, store_upload
 from probes.inspect.tasks import TASK_INFO, TASK_NAMES
-from ui import cache, guards, jobs, widgets
+from ui import access, cache, guards, jobs, widgets
 
 st.title("Layer heatmaps")
 st.caption("Which layers linearly encode which properties of code (INSPECT, Karmakar and Robbes). One forward "
@@ -59,6 +59,7 @@ with st.expander("Run probes", expanded=not cache.probe_results(folder)):
         elif not refused and guards.allowed(models):  # nothing is submitted after an error
             for model in models:
                 call = layer_job(tasks, folder, corpus=corpus, size=int(size), seed=int(seed), extra=uploaded,
+                                 roots=access.policy().corpus_roots,
                                  pooling=None if pooling == "auto" else pooling)
                 queue.submit_call(JobKind.LAYERS, model, f"layer probes: {', '.join(tasks + [t.name for t in uploaded])}", folder, call,
                                   owner=jobs.owner())

@@ -39,7 +39,8 @@ def job_queue() -> JobQueue:
     """The app-wide queue of long runs: they go on while users switch pages or leave. Jobs load their model
     through :func:`ui.cache.get_job_bundle`, apart from the model users inspect, with the job's
     ``trust_remote_code``."""
-    return JobQueue(lambda spec, trust_remote_code=False: get_job_bundle(spec, trust_remote_code))
+    return JobQueue(lambda spec, trust_remote_code=False: get_job_bundle(spec, trust_remote_code),
+                    roots=access.policy().corpus_roots)
 
 
 def owner() -> str:
@@ -110,12 +111,14 @@ def submit_demo(kind: JobKind, queue: JobQueue, owner: str = "") -> list[Job]:
             submitted.append(queue.submit(model, DEMO_CORPUS, DEMO_LIMIT, runs_dir(), owner=owner))
         elif kind is JobKind.LAYERS:
             folder = layers_dir()
-            call = layer_job(DEMO_TASKS, folder, corpus=DEMO_TASK_CORPUS, size=DEMO_SIZE)
+            call = layer_job(DEMO_TASKS, folder, corpus=DEMO_TASK_CORPUS, size=DEMO_SIZE,
+                             roots=access.policy().corpus_roots)
             submitted.append(queue.submit_call(kind, model, f"layer probes: {', '.join(DEMO_TASKS)}", folder, call,
                                                owner=owner))
         else:
             root = attention_dir()
-            call = attention_job(DEMO_CORPUS, root, spec=model, limit=DEMO_LIMIT)
+            call = attention_job(DEMO_CORPUS, root, spec=model, limit=DEMO_LIMIT,
+                                 roots=access.policy().corpus_roots)
             submitted.append(queue.submit_call(kind, model, f"attention maps: {DEMO_CORPUS} ({DEMO_LIMIT})", root,
                                                call, owner=owner))
     return submitted

@@ -21,7 +21,7 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -98,10 +98,13 @@ class Job:
 class JobQueue:
     """Corpus runs executed one at a time by a daemon thread started on the first submit."""
 
-    def __init__(self, load: Callable[..., ModelBundle]) -> None:
+    def __init__(self, load: Callable[..., ModelBundle], roots: Sequence[Path] | None = None) -> None:
         # load(spec) -> ModelBundle, called as load(spec, trust_remote_code=True) for jobs that allow remote
         # code (the app passes its cached loader of jobs, apart from the model users inspect)
         self._load = load
+        # corpus paths of eval jobs must lie in these folders (None: asc.paths.data_roots(), i.e. any folder
+        # unless ASC_DATA_ROOTS is set; the shared app passes its policy's roots, () = built-in corpora only)
+        self._roots = roots
         self._queue: queue.Queue[Job] = queue.Queue()
         self._jobs: list[Job] = []
         self._lock = threading.Lock()
@@ -166,7 +169,7 @@ class JobQueue:
                     job.call(bundle, staged, job.cancel.is_set)
                     job.status = "cancelled" if job.cancel.is_set() else "done"
                     continue
-                snippets = load_corpus(job.corpus, limit=job.limit, roots=data_roots())
+                snippets = load_corpus(job.corpus, limit=job.limit, roots=data_roots() if self._roots is None else self._roots)
                 job.total = len(snippets)
                 bundle = self._load_model(job)
 

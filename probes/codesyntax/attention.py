@@ -168,15 +168,16 @@ def run_attention(bundle: ModelBundle, codes: Sequence[str], out: str | Path, *,
 
 
 def attention_job(corpus: str, out: str | Path, *, spec: str = "", limit: int | None = 200, max_lines: int = 40,
-                  seed: int = 0, max_tokens: int = PROBE_MAX_TOKENS,
+                  seed: int = 0, max_tokens: int = PROBE_MAX_TOKENS, roots: Sequence[Path] | None = None,
                   ) -> Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None]:
     """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.corpus.jobs.JobQueue.submit_call`: loads the corpus
-    and runs :func:`run_attention` into ``out``."""
+    (confined to ``roots`` when given: :func:`asc.corpus.sources.check_corpus_spec`) and runs
+    :func:`run_attention` into ``out``."""
     def call(bundle: ModelBundle, on_progress: Callable[[str, int, int], None], should_stop: Callable[[], bool]) -> None:
         from asc.corpus.sources import load_corpus
 
         on_progress("loading corpus", 0, 1)
-        codes = [s.source for s in load_corpus(corpus, limit=limit, max_lines=max_lines)]
+        codes = [s.source for s in load_corpus(corpus, limit=limit, max_lines=max_lines, roots=roots)]
         try:
             run_attention(bundle, codes, out, corpus=corpus, spec=spec, seed=seed, max_tokens=max_tokens,
                           on_progress=on_progress, should_stop=should_stop)

@@ -52,9 +52,11 @@ def _tokenizer_id(tokenizer) -> dict:
 
 
 def build_tasks(names: Sequence[str], corpus: str = "stdlib", size: int = 1000, seed: int = 0,
-                task_files: Sequence[str | Path] = (), extra: Sequence[Task] = ()) -> list[Task]:
+                task_files: Sequence[str | Path] = (), extra: Sequence[Task] = (),
+                roots: Sequence[Path] | None = None) -> list[Task]:
     """INSPECT tasks by name (``"all"`` for the 15) built from ``corpus``, then external TSV task files, then
-    the tasks of ``extra`` (parsed already, e.g. uploads: :func:`probes.inspect.taskfile.store_upload`).
+    the tasks of ``extra`` (parsed already, e.g. uploads: :func:`probes.inspect.taskfile.store_upload`). ``roots``
+    confines a corpus path (:func:`asc.corpus.sources.check_corpus_spec`; the shared app passes its policy's).
 
     Raises ``ValueError`` listing the valid names for an unknown task, and for an empty selection.
     """
@@ -69,7 +71,7 @@ def build_tasks(names: Sequence[str], corpus: str = "stdlib", size: int = 1000, 
         raise InputError(f"unknown task(s) {', '.join(unknown)}: choose from {', '.join(TASK_NAMES)} or 'all'")
     tasks = []
     if names:
-        snippets = load_corpus(corpus)
+        snippets = load_corpus(corpus, roots=roots)
         tasks = [replace(t, meta={**t.meta, "corpus": corpus})  # meta is not part of the task hash
                  for t in (build_task(name, snippets, size=size, seed=seed) for name in names)]
     for path in task_files:
@@ -84,7 +86,7 @@ def build_tasks(names: Sequence[str], corpus: str = "stdlib", size: int = 1000, 
 
 def layer_job(names: Sequence[str], out: str | Path, *, corpus: str = "stdlib", size: int = 1000, seed: int = 0,
               task_files: Sequence[str | Path] = (), pooling: str | None = None, max_tokens: int = PROBE_MAX_TOKENS,
-              extra: Sequence[Task] = (),
+              extra: Sequence[Task] = (), roots: Sequence[Path] | None = None,
               ) -> Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None]:
     """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.corpus.jobs.JobQueue.submit_call`: builds the
     tasks (``extra``: tasks parsed already), then :func:`run_layers` into ``out``."""
@@ -92,7 +94,7 @@ def layer_job(names: Sequence[str], out: str | Path, *, corpus: str = "stdlib", 
 
     def call(bundle: ModelBundle, on_progress: Callable[[str, int, int], None], should_stop: Callable[[], bool]) -> None:
         on_progress("building tasks", 0, 1)
-        tasks = build_tasks(names, corpus, size, seed, task_files, extra)
+        tasks = build_tasks(names, corpus, size, seed, task_files, extra, roots)
         run_layers(bundle, tasks, out, pooling=pooling, seed=seed, max_tokens=max_tokens, corpus=corpus,
                    on_progress=on_progress, should_stop=should_stop)
 

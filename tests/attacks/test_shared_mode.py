@@ -308,3 +308,51 @@ def test_make_app_serves_on_localhost_unless_told():
     assert "--server.address 127.0.0.1" in _make("app")
     assert "--server.address 10.0.0.5" in _make("app", "HOST=10.0.0.5")
     assert "--server.address 0.0.0.0" in _make("study")
+
+
+# ------------------------------------------------------------------------------------------------ defence in depth
+def _secret_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "secret"
+    folder.mkdir()
+    (folder / "keys.py").write_text("def key():\n    token = 'hunter2'\n    other = token * 2\n    third = other\n"
+                                    "    fourth = third\n    return fourth\n")
+    return folder
+
+
+def test_a_forged_eval_job_cannot_read_outside_the_shared_roots(tmp_path):
+    """A submission that skipped the page's check is refused by the queue itself (roots=(): built-ins only)."""
+    from asc.corpus.jobs import JobQueue
+    from asc.models import tiny_random_model
+
+    queue = JobQueue(lambda spec: tiny_random_model(), roots=())
+    job = queue.submit("tiny-random", str(_secret_folder(tmp_path)), None, tmp_path / "runs")
+    assert queue.wait(60)
+    assert job.status == "failed" and "secret" in job.error
+    assert not any((tmp_path / "runs").glob("*/meta.json"))
+
+
+@pytest.mark.parametrize("kind", ["layers", "attention"])
+def test_forged_probe_jobs_cannot_read_outside_the_shared_roots(tmp_path, kind):
+    from asc.errors import AscError
+    from asc.models import tiny_random_model
+    from probes.codesyntax.attention import attention_job
+    from probes.inspect.layers import layer_job
+
+    corpus = str(_secret_folder(tmp_path))
+    call = (layer_job(["KTX"], tmp_path / "out", corpus=corpus, size=20, roots=())
+            if kind == "layers" else attention_job(corpus, tmp_path / "out", limit=5, roots=()))
+    with pytest.raises(AscError, match="secret|allowed|roots|folder"):
+        call(tiny_random_model(), lambda *a: None, lambda: False)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.json"))
+
+
+def test_the_shared_policy_confines_every_corpus_load(monkeypatch, tmp_path):
+    from asc.access import AccessPolicy
+
+    _shared(monkeypatch)
+    assert AccessPolicy.from_environment("0.0.0.0", False).corpus_roots == ()
+    _shared(monkeypatch, ASC_DATA_ROOTS=str(tmp_path))
+    assert AccessPolicy.from_environment("0.0.0.0", False).corpus_roots == (tmp_path,)
+    monkeypatch.setenv("ASC_SHARED", "0")
+    monkeypatch.delenv("ASC_DATA_ROOTS")
+    assert AccessPolicy.from_environment("127.0.0.1", False).corpus_roots is None
