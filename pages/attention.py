@@ -42,11 +42,12 @@ with st.expander("Score a model's heads", expanded=not attention_runs(root)):
         if not models or not corpus:
             st.error("Choose at least one model and a corpus.")
         # the page shows the snippets a run read: a corpus outside the allowed folders is never submitted
-        elif guards.allowed(models, corpus):
+        elif guards.allowed(models, corpus, widgets.trust_remote_code()):
             for model in models:
                 queue.submit_call(JobKind.ATTENTION, model, f"attention maps: {corpus} ({int(limit)})", root,
                                   attention_job(corpus, root, spec=model, limit=int(limit),
-                                                roots=access.policy().corpus_roots), owner=jobs.owner())
+                                                roots=access.policy().corpus_roots), owner=jobs.owner(),
+                                  trust_remote_code=widgets.trust_remote_code())
 
 
 @st.fragment(run_every=2.0)

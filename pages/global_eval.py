@@ -38,9 +38,10 @@ with st.expander("Run a corpus evaluation", expanded=not asc_runs.run_folders(as
     if st.button("Start", type="primary", key="run_start"):
         if not models or not corpus:
             st.error("Choose at least one model and a corpus.")
-        elif guards.allowed(models, corpus):  # nothing is submitted after an error
+        elif guards.allowed(models, corpus, widgets.trust_remote_code()):  # nothing is submitted after an error
             for model in models:
-                queue.submit(model, corpus, int(limit) or None, asc_paths.runs_dir(), owner=jobs.owner())
+                queue.submit(model, corpus, int(limit) or None, asc_paths.runs_dir(), owner=jobs.owner(),
+                             trust_remote_code=widgets.trust_remote_code())
 
 
 @st.fragment(run_every=2.0)

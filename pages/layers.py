@@ -56,13 +56,13 @@ with st.expander("Run probes", expanded=not cache.probe_results(folder)):
                 refused = True
         if not models or not (tasks or uploaded):
             st.error("Choose at least one model and one task (or upload a task file).")
-        elif not refused and guards.allowed(models):  # nothing is submitted after an error
+        elif not refused and guards.allowed(models, None, widgets.trust_remote_code()):  # nothing is submitted after an error
             for model in models:
                 call = layer_job(tasks, folder, corpus=corpus, size=int(size), seed=int(seed), extra=uploaded,
                                  roots=access.policy().corpus_roots,
                                  pooling=None if pooling == "auto" else pooling)
                 queue.submit_call(JobKind.LAYERS, model, f"layer probes: {', '.join(tasks + [t.name for t in uploaded])}", folder, call,
-                                  owner=jobs.owner())
+                                  owner=jobs.owner(), trust_remote_code=widgets.trust_remote_code())
 
 
 @st.fragment(run_every=2.0)

@@ -42,6 +42,12 @@ def wide_chart_css(key: str, width: float, box: str | None = None) -> str:
     return f"<style>{css}</style>"
 
 
+def trust_remote_code() -> bool:
+    """The sidebar's "Trust remote code" choice, which background jobs started from a page use too."""
+    settings = st.session_state.get("settings")
+    return bool(settings.trust_remote_code) if isinstance(settings, Settings) else False
+
+
 def default_settings() -> Settings:
     """What the sidebar starts with (used when a page runs without the router, e.g. in tests)."""
     return Settings(model=default_model(), trust_remote_code=False, language="python", aggregate="median")

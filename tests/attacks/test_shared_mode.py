@@ -356,3 +356,25 @@ def test_the_shared_policy_confines_every_corpus_load(monkeypatch, tmp_path):
     monkeypatch.setenv("ASC_SHARED", "0")
     monkeypatch.delenv("ASC_DATA_ROOTS")
     assert AccessPolicy.from_environment("127.0.0.1", False).corpus_roots is None
+
+
+@pytest.mark.parametrize("shared, submitted", [("0", True), ("1", False)])
+def test_the_sidebars_remote_code_choice_reaches_jobs_only_where_allowed(monkeypatch, tmp_path, shared, submitted):
+    """Jobs started from a page follow the sidebar's "Trust remote code"; a shared server refuses it."""
+    from ui import jobs
+
+    monkeypatch.setenv("ASC_SHARED", shared)
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path / "runs"))
+    at = AppTest.from_file(page("global_eval"), default_timeout=120)
+    at.session_state["settings"] = widgets.Settings(model="tiny-random", trust_remote_code=True, language="python",
+                                                    aggregate="median")
+    at.run()
+    before = len(jobs.job_queue().jobs())
+    button(at, "Start").click().run()
+    new = jobs.job_queue().jobs()[before:]
+    if submitted:
+        assert [j.trust_remote_code for j in new] == [True] and not at.error
+    else:
+        assert new == [] and "remote code" in at.error[0].value
+    jobs.job_queue().wait(120)
