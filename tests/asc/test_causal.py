@@ -89,6 +89,14 @@ def test_too_few_snippets_is_not_enough_data():
     assert "ate" not in res.columns  # nothing estimated: no effect columns at all (not zeros)
 
 
+def test_progress_counts_every_treatment_absent_ones_too():
+    """Regression: an absent treatment used to `continue` past on_progress, so the bar never reached its end."""
+    seen = []
+    causal_table(_synthetic(n=20), ["absent", "T", "also_absent"], min_snippets=30,
+                 on_progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+
+
 @pytest.fixture(scope="module")
 def he100(tmp_path_factory):
     """The real SmolLM2 on 100 HumanEval problems."""

@@ -74,6 +74,16 @@ def test_run_writes_scores_and_reads_them_back(tiny512, tmp_path):
     assert table.iloc[-1]["model"] == pytest.approx(back.scores.model_score("first", 2))
 
 
+def test_progress_counts_snippets_skipped_as_too_long(tiny, tmp_path):
+    """Regression: a snippet over the token limit used to `continue` past on_progress (the bar stopped short)."""
+    long = "def f(x):\n    if x:\n        y = x + 1\n" + "    x = x + 1\n" * 40 + "    return x\n"
+    stages = []
+    run = run_attention(tiny, CODES[:2] + [long], tmp_path, corpus="toy", ks=(1,),
+                        on_progress=lambda *a: stages.append(a))
+    assert run.meta["too_long"] == 1
+    assert [s for s in stages if s[0] == "attention"][-1] == ("attention", 3, 3)
+
+
 @pytest.mark.real
 def test_real_models_heads_track_syntax(tmp_path):
     """SmolLM2 (decoder) and MiniLM (encoder) on 16 HumanEval functions: some head follows If:if->test."""
