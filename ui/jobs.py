@@ -40,7 +40,7 @@ def job_queue() -> JobQueue:
     through :func:`ui.cache.get_job_bundle`, apart from the model users inspect, with the job's
     ``trust_remote_code``."""
     return JobQueue(lambda spec, trust_remote_code=False: get_job_bundle(spec, trust_remote_code),
-                    roots=access.policy().corpus_roots)
+                    roots=lambda: access.policy().corpus_roots)
 
 
 def owner() -> str:

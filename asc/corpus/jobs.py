@@ -98,12 +98,13 @@ class Job:
 class JobQueue:
     """Corpus runs executed one at a time by a daemon thread started on the first submit."""
 
-    def __init__(self, load: Callable[..., ModelBundle], roots: Sequence[Path] | None = None) -> None:
+    def __init__(self, load: Callable[..., ModelBundle],
+                 roots: Callable[[], Sequence[Path] | None] | None = None) -> None:
         # load(spec) -> ModelBundle, called as load(spec, trust_remote_code=True) for jobs that allow remote
         # code (the app passes its cached loader of jobs, apart from the model users inspect)
         self._load = load
-        # corpus paths of eval jobs must lie in these folders (None: asc.paths.data_roots(), i.e. any folder
-        # unless ASC_DATA_ROOTS is set; the shared app passes its policy's roots, () = built-in corpora only)
+        # roots() (asked when a job starts): the folders corpus paths of eval jobs must lie in (None: any folder
+        # unless ASC_DATA_ROOTS is set); the shared app passes its policy's roots, () = built-in corpora only
         self._roots = roots
         self._queue: queue.Queue[Job] = queue.Queue()
         self._jobs: list[Job] = []
@@ -133,6 +134,10 @@ class JobQueue:
                 self._worker.start()
         self._queue.put(job)
         return job
+
+    def _corpus_roots(self) -> Sequence[Path] | None:
+        roots = self._roots() if self._roots is not None else None
+        return data_roots() if roots is None else roots
 
     def jobs(self, kind: JobKind | None = None, owner: str | None = None) -> list[Job]:
         """Every job so far (oldest first), or only those of ``kind`` and/or submitted by ``owner``."""
@@ -169,7 +174,7 @@ class JobQueue:
                     job.call(bundle, staged, job.cancel.is_set)
                     job.status = "cancelled" if job.cancel.is_set() else "done"
                     continue
-                snippets = load_corpus(job.corpus, limit=job.limit, roots=data_roots() if self._roots is None else self._roots)
+                snippets = load_corpus(job.corpus, limit=job.limit, roots=self._corpus_roots())
                 job.total = len(snippets)
                 bundle = self._load_model(job)
 

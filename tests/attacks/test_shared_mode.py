@@ -324,7 +324,7 @@ def test_a_forged_eval_job_cannot_read_outside_the_shared_roots(tmp_path):
     from asc.corpus.jobs import JobQueue
     from asc.models import tiny_random_model
 
-    queue = JobQueue(lambda spec: tiny_random_model(), roots=())
+    queue = JobQueue(lambda spec: tiny_random_model(), roots=lambda: ())
     job = queue.submit("tiny-random", str(_secret_folder(tmp_path)), None, tmp_path / "runs")
     assert queue.wait(60)
     assert job.status == "failed" and "secret" in job.error
