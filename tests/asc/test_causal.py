@@ -35,6 +35,7 @@ def _synthetic(n=400, seed=0):
     return data
 
 
+@pytest.mark.slow
 def test_recovers_known_effect_where_naive_slope_is_biased():
     data = _synthetic()
     res = estimate(data, "T", simulations=30)

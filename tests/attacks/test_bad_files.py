@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # subprocesses: a second or more each (make test runs them)
+
 ROOT = Path(__file__).resolve().parents[2]
 SNIPPET = "def add(a, b):\n    return a + b\n"
 

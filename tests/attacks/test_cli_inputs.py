@@ -15,6 +15,8 @@ import pytest
 from asc.corpus.runs import run_corpus
 from tests.helpers import run_module
 
+pytestmark = pytest.mark.slow  # subprocesses: a second or more each (make test runs them)
+
 CODE = "def f{i}(x):\n    if x:\n        return x + {i}\n    y = [x]\n    return y\n"
 
 

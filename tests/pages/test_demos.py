@@ -70,6 +70,7 @@ def test_global_demo_runs_humaneval_on_the_default_model_and_shows_figures(fresh
     assert at.dataframe  # Table I
 
 
+@pytest.mark.slow
 def test_causal_demo_is_the_same_eval_run(fresh):
     at = AppTest.from_file(page("causal"), default_timeout=300)
     at.run()
@@ -87,6 +88,7 @@ def test_causal_demo_is_the_same_eval_run(fresh):
     assert at.dataframe  # Table II
 
 
+@pytest.mark.slow
 def test_layers_demo_uses_only_the_default_model_under_the_tiny_model(fresh):
     assert jobs.demo_models(JobKind.LAYERS) == ["tiny-random"]
     at, new = _click_demo("layers", JobKind.LAYERS, fresh)

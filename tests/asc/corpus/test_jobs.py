@@ -17,6 +17,7 @@ def _queue():
     return JobQueue(lambda spec: tiny_random_model())
 
 
+@pytest.mark.slow
 def test_job_queue_runs_in_background_and_resumes(tmp_path, monkeypatch):
     from asc import tiny_random_model
 
