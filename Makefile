@@ -56,6 +56,7 @@ test-fast: setup
 bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_pipeline.py
 	PYTHONPATH=. $(PY) benchmarks/bench_probes.py
+	PYTHONPATH=. $(PY) benchmarks/bench_ray.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

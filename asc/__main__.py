@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from asc.align import AlignOptions
 from asc.cli import Parser, add_common, fmt, load_bundle, positive_int, read_source, run, write_table
@@ -71,12 +72,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from asc.corpus.sources import load_corpus
 
     snippets = load_corpus(args.corpus, limit=args.limit, min_lines=args.min_lines, max_lines=args.max_lines)
-    bundle = load_bundle(args)
     out = Path(args.out)
     t0 = time.perf_counter()
+    settings: dict[str, Any] = {"corpus": args.corpus, "aggregate": args.aggregate, "options": _align_options(args),
+                "batch_size": args.batch_size, "max_window": args.max_window, "progress": not args.quiet}
     try:
-        run_corpus(bundle, snippets, out, corpus=args.corpus, aggregate=args.aggregate, options=_align_options(args),
-                   batch_size=args.batch_size, max_window=args.max_window, progress=not args.quiet)
+        if args.engine == "ray":
+            from asc.corpus.engines import run_corpus_ray
+            from asc.paths import ray_address
+
+            run_corpus_ray(args.model, snippets, out, workers=args.workers, address=args.address or ray_address(),
+                           gpus_per_worker=args.gpus_per_worker, trust_remote_code=args.trust_remote_code,
+                           device=getattr(args, "device", "cpu"), dtype=getattr(args, "dtype", "float32"), **settings)
+        else:
+            run_corpus(load_bundle(args), snippets, out, **settings)
     except KeyboardInterrupt:
         print(f"interrupted: finished chunks are saved in {out}; run the same command again to resume",
               file=sys.stderr)
@@ -86,7 +95,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     languages = sorted(set(run.snippets["language"]))
     table = category_table(run.nodes, load_categories(languages[0]).categories, n_boot=args.n_boot, seed=args.seed)
     write_table(table, out / "categories.csv")
-    print(f"\nAsC-Eval, {bundle.name} on {args.corpus}: {len(run.snippets)} snippets, "
+    print(f"\nAsC-Eval, {run.meta['settings']['model']['name']} on {args.corpus}: {len(run.snippets)} snippets, "
           f"{len(run.tokens)} tokens, mean loss {run.snippets['loss'].mean():.3f} nats/token "
           f"({elapsed:.0f} s this run)")
     print(f"bootstrapped median of node values ({args.n_boot} resamples, seed {args.seed}, 95% interval)\n")
@@ -178,6 +187,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--threshold", type=float, default=0.6, help="the 'acceptable confidence' line")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--engine", default="local", choices=("local", "ray"),
+                   help="local: this process; ray: a pool of Ray actors (see README, 'Running on a Ray cluster')")
+    p.add_argument("--address", default=None, help="--engine ray: the cluster to join (default: $ASC_RAY_ADDRESS, "
+                   "else a local Ray)")
+    p.add_argument("--workers", type=positive_int, default=None,
+                   help="--engine ray: model actors (default: one per GPU, or 2 without GPUs)")
+    p.add_argument("--gpus-per-worker", type=float, default=None,
+                   help="--engine ray: GPUs per actor (default: 1 when the cluster has GPUs, else 0)")
     add_common(p)
     p.set_defaults(func=cmd_eval)
     p = sub.add_parser("compare", help="Table-I comparison of several run folders (written by eval)")

@@ -52,12 +52,14 @@ def read_source(path: str) -> str:
 
 
 def load_bundle(args: argparse.Namespace, spec: str | None = None) -> ModelBundle:
-    """Load ``spec`` (default: ``--model``) with the command's ``--trust-remote-code``, logging the time."""
+    """Load ``spec`` (default: ``--model``) with the command's ``--trust-remote-code``, ``--device`` and
+    ``--dtype``, logging the time."""
     from asc.models import load_model
 
     t0 = time.perf_counter()
-    bundle = load_model(spec or args.model, trust_remote_code=args.trust_remote_code)
-    log.info("loaded %s in %.1f s", bundle.name, time.perf_counter() - t0)
+    bundle = load_model(spec or args.model, trust_remote_code=args.trust_remote_code,
+                        device=getattr(args, "device", "cpu"), dtype=getattr(args, "dtype", "float32"))
+    log.info("loaded %s on %s (%s) in %.1f s", bundle.name, bundle.device, bundle.dtype, time.perf_counter() - t0)
     return bundle
 
 
@@ -93,8 +95,14 @@ def positive_int(text: str) -> int:
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
-    """``--trust-remote-code`` (off by default) for commands that load models."""
+    """``--trust-remote-code`` (off by default), ``--device`` and ``--dtype`` for commands that load models."""
+    from asc.device import DTYPES
+
     p.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
+    p.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,cuda:N,mps}",
+                   help="where the model runs (default auto: the first CUDA GPU, else mps, else cpu)")
+    p.add_argument("--dtype", default="auto", choices=DTYPES,
+                   help="weight precision (default auto: bfloat16 on CUDA, float16 on mps, float32 on cpu)")
 
 
 def add_common(p: argparse.ArgumentParser) -> None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from asc.align import AlignOptions
+from asc.device import model_device
 from asc.errors import InputError
 from asc.explain import Explanation, check_source, explain_scored
 from asc.models import ModelBundle
@@ -125,8 +126,9 @@ def complete(bundle: ModelBundle, prompt: str, max_new_tokens: int = 64, *, temp
         kwargs["stopping_criteria"] = [_FunctionEnd(tok, prompt, len(ids), language)]
     with bundle.lock, torch.inference_mode(), torch.random.fork_rng():
         torch.manual_seed(seed)
-        out = bundle.model.generate(input_ids=torch.from_numpy(ids)[None],
-                                    attention_mask=torch.ones(1, len(ids), dtype=torch.long), **kwargs)
+        device = model_device(bundle.model)
+        out = bundle.model.generate(input_ids=torch.from_numpy(ids)[None].to(device),
+                                    attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=device), **kwargs)
     gen = out[0, len(ids):].tolist()
     stop = "max_new_tokens"
     eos = set(tok.all_special_ids)

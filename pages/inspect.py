@@ -64,10 +64,11 @@ if do_complete or do_explain:
             with st.spinner("Running the model..."):
                 if do_complete:
                     comp, ex = cache.cached_complete(*args, code, max_new, temperature, top_p, int(seed), settings.language,
-                                                  settings.aggregate)
+                                                  settings.aggregate, settings.device, settings.dtype)
                     result = {"ex": ex, "n_prompt": comp.n_prompt, "stop": comp.stop_reason}
                 else:
-                    result = {"ex": cache.cached_explain(*args, code, settings.language, settings.aggregate),
+                    result = {"ex": cache.cached_explain(*args, code, settings.language, settings.aggregate,
+                                                         settings.device, settings.dtype),
                               "n_prompt": None, "stop": None}
             st.session_state["result"] = {**result, "model": settings.model}
             st.session_state["selected"] = None

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from asc.atomic import write_atomic
+from asc.device import model_device
 from asc.errors import InputError
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def _pool(hidden_states, mask, pooling: str):
     """hidden_states: one (batch, seq, dim) tensor per layer; mask: (batch, seq) -> (batch, layers, dim)."""
     import torch
 
-    rows = torch.arange(mask.shape[0])
+    rows = torch.arange(mask.shape[0], device=mask.device)
     last = mask.sum(dim=1) - 1  # right padding: the last real token
     m = mask[:, :, None].float()
     out = []
@@ -130,6 +131,7 @@ def extract_features(bundle: ModelBundle, texts: Sequence[str], pooling: str | N
     pad = bundle.tokenizer.pad_token_id if bundle.tokenizer.pad_token_id is not None else 0
     out: np.ndarray | None = None
     done, i = 0, 0
+    device = model_device(bundle.model)
     with bundle.lock, torch.inference_mode():
         while i < len(order):
             j = i + 1
@@ -142,8 +144,9 @@ def extract_features(bundle: ModelBundle, texts: Sequence[str], pooling: str | N
             for r, row in enumerate(batch):
                 ids[r, : len(row)] = torch.tensor(row)
                 mask[r, : len(row)] = 1
+            ids, mask = ids.to(device), mask.to(device)  # the model's device; pooled vectors come back to the CPU
             result = base(input_ids=ids, attention_mask=mask, output_hidden_states=True)
-            pooled = _pool(result.hidden_states, mask, pooling).numpy()  # (batch, layers + 1, dim)
+            pooled = _pool(result.hidden_states, mask, pooling).cpu().numpy()  # (batch, layers + 1, dim)
             if out is None:
                 out = np.empty((len(texts), *pooled.shape[1:]), dtype=np.float32)
             out[order[i:j]] = pooled

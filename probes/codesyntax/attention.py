@@ -35,6 +35,7 @@ import numpy as np
 
 from asc.atomic import write_atomic
 from asc.corpus.runs import run_folders
+from asc.device import model_device
 from asc.errors import InputError
 from probes.codesyntax.heads import HeadScorer, HeadScores, baseline_scores, split_samples, word_attention
 from probes.codesyntax.relations import extract_many
@@ -90,11 +91,11 @@ def snippet_attention(bundle: ModelBundle, sample: Sample, *, max_tokens: int = 
         try:
             if previous != "eager":
                 model.set_attn_implementation("eager")
-            out = model(input_ids=torch.tensor([ids]), output_attentions=True)
+            out = model(input_ids=torch.tensor([ids], device=model_device(model)), output_attentions=True)
         finally:
             if previous != "eager":
                 model.set_attn_implementation(previous)
-    layers = [word_attention(a[0].float().numpy()[None], words, len(sample.tokens))[0] for a in out.attentions]
+    layers = [word_attention(a[0].float().cpu().numpy()[None], words, len(sample.tokens))[0] for a in out.attentions]
     return np.stack(layers)
 
 

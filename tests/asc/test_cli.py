@@ -178,3 +178,16 @@ def test_common_options_defaults_and_choices():
     assert (args.model, args.aggregate, args.max_window, args.trust_remote_code) == ("tiny-random", "max", 32, True)
     with pytest.raises(SystemExit):
         p.parse_args(["--aggregate", "sum"])
+
+
+def test_model_options_device_and_dtype_reach_load_model():
+    p = argparse.ArgumentParser()
+    cli.add_common(p)
+    args = p.parse_args(["--model", "tiny-random"])
+    assert (args.device, args.dtype) == ("auto", "auto")
+    with pytest.raises(SystemExit):
+        p.parse_args(["--dtype", "int8"])
+    bundle = cli.load_bundle(p.parse_args(["--model", "tiny-random", "--device", "cpu", "--dtype", "bfloat16"]))
+    assert (bundle.device, bundle.dtype) == ("cpu", "bfloat16")
+    with pytest.raises(InputError, match="unknown device"):
+        cli.load_bundle(p.parse_args(["--model", "tiny-random", "--device", "tpu"]))

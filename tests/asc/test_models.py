@@ -134,3 +134,89 @@ def test_embedded_minilm_is_an_encoder():
     assert not bundle.causal and bundle.n_layers == 6 and bundle.tokenizer.cls_token == "[CLS]"
     with pytest.raises(InputError, match="encoder"):
         complete(bundle, "def f(x):\n")
+
+
+# ---------------------------------------------------------------------------------------------- device and dtype
+
+
+def test_default_load_is_cpu_float32_and_recorded():
+    bundle = load_model("tiny-random")
+    assert (bundle.device, bundle.dtype) == ("cpu", "float32")
+    assert next(bundle.model.parameters()).dtype == torch.float32
+    assert bundle.summary()["device"] == "cpu" and bundle.describe()["dtype"] == "float32"
+
+
+def test_dtype_moves_the_weights(tmp_path):
+    tiny = tiny_random_model()
+    tiny.model.save_pretrained(tmp_path)
+    tiny.tokenizer.save_pretrained(tmp_path)
+    for spec in ("tiny-random", str(tmp_path)):
+        half = load_model(spec, device="cpu", dtype="bfloat16")
+        assert half.dtype == "bfloat16" and half.describe()["dtype"] == "bfloat16"
+        assert {p.dtype for p in half.model.parameters()} == {torch.bfloat16}
+
+
+def test_bad_device_is_an_input_error_before_loading():
+    from asc.errors import InputError
+
+    with pytest.raises(InputError, match="unknown device"):
+        load_model("tiny-random", device="tpu")
+
+
+def test_fit_is_checked_before_loading(tmp_path, monkeypatch):
+    from asc import device as device_mod
+
+    tiny = tiny_random_model()
+    tiny.model.save_pretrained(tmp_path)
+    tiny.tokenizer.save_pretrained(tmp_path)
+    monkeypatch.setattr(device_mod, "free_bytes", lambda device: 1000)  # fake: 1000 bytes free
+
+    def no_weights(*args, **kwargs):
+        raise AssertionError("weights were read before the fit check")
+
+    import transformers
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", no_weights)
+    with pytest.raises(ModelLoadError, match="does not fit on cpu"):
+        load_model(str(tmp_path))
+    with pytest.raises(ModelLoadError, match="smollm2-135m does not fit"):
+        load_model("smollm2-135m")
+
+
+def test_model_larger_than_one_gpu_uses_device_map_auto(tmp_path, monkeypatch):
+    """Only the code path: CUDA is faked, and from_pretrained records its arguments."""
+    import transformers
+
+    from asc import device as device_mod
+    from asc import models
+
+    tiny = tiny_random_model()
+    tiny.model.save_pretrained(tmp_path)
+    tiny.tokenizer.save_pretrained(tmp_path)
+    seen = {}
+    real = transformers.AutoModelForCausalLM.from_pretrained
+
+    def recording(folder, **kwargs):
+        seen.update(kwargs)
+        model = real(folder, dtype=kwargs["dtype"])
+        model.hf_device_map = {"transformer.h.0": 0, "transformer.h.1": 1}
+        return model
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", recording)
+    monkeypatch.setattr(device_mod, "plan_placement", lambda *a, **k: "auto")
+    fake_cuda = (torch.device("cuda:0"), torch.bfloat16)
+    bundle = models._place(models._load(str(tmp_path), False, fake_cuda), *fake_cuda)
+    assert seen["device_map"] == "auto" and seen["dtype"] == torch.bfloat16
+    assert bundle.device == "auto-map" and bundle.dtype == "bfloat16"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_load_on_cuda_scores_like_cpu():
+    from asc import score_text
+
+    cpu = load_model("tiny-random")
+    gpu = load_model("tiny-random", device="cuda", dtype="float32")
+    assert gpu.device == "cuda:0" and next(gpu.model.parameters()).is_cuda
+    a, b = score_text(cpu, "def f(x):\n    return x\n"), score_text(gpu, "def f(x):\n    return x\n")
+    np.testing.assert_allclose(a.prob, b.prob, atol=1e-5)

@@ -271,7 +271,7 @@ def test_small_logit_budget_splits_batches(tiny, monkeypatch):
 
     sources = [COUNT, NON_ASCII, LONG]
     reference = score_texts(tiny, sources)
-    monkeypatch.setattr(scores_mod, "_LOGIT_BUDGET", 1)  # one row per forward pass
+    monkeypatch.setattr(scores_mod, "logit_budget", lambda device: 1)  # one row per forward pass and stats chunk
     for a, b in zip(score_texts(tiny, sources), reference, strict=True):
         assert_same_scores(a, b)
 
@@ -287,3 +287,113 @@ def test_score_ids_equals_score_text(tiny, tiny_bos, source):
         assert_same_scores(by_ids, score_text(bundle, source))
         explicit = score_ids(bundle, source, ids, start, end, special)
         assert_same_scores(explicit, score_text(bundle, source))
+
+
+# ---------------------------------------------------------------------------------------------- device statistics
+
+
+def numpy_reference(logits, targets, k):
+    """Next-token statistics the straightforward way, in float64 numpy on the host."""
+    x = logits.astype(np.float64)
+    lsm = x - x.max(-1, keepdims=True)
+    lsm = lsm - np.log(np.exp(lsm).sum(-1, keepdims=True))
+    rows = np.arange(len(targets))
+    lp = lsm[rows, targets]
+    ent = -(np.exp(lsm) * lsm).sum(-1)
+    rank = 1 + (lsm > lp[:, None]).sum(-1)
+    top = np.argsort(-lsm, axis=-1, kind="stable")[:, :k]
+    return lp, ent, rank, top, np.exp(np.take_along_axis(lsm, top, -1))
+
+
+@pytest.mark.parametrize("budget", [1, 10**9])
+def test_device_stats_equal_numpy_reference(tiny, budget):
+    from asc.scores import _stats_chunked
+
+    ids, *_ = encode(tiny, COUNT)
+    with torch.inference_mode():
+        logits = tiny.model(torch.as_tensor(ids)[None]).logits[0, :-1]
+    targets = torch.as_tensor(ids[1:])
+    ref = numpy_reference(logits.numpy().copy(), ids[1:], TOP_K)
+    got = _stats_chunked(logits.clone(), targets, TOP_K, budget)  # budget 1: one row per chunk
+    assert all(isinstance(a, np.ndarray) for a in got)
+    for name, a, b in zip(("logprob", "entropy", "top_probs"), (got[0], got[1], got[4]), (ref[0], ref[1], ref[4]),
+                          strict=True):
+        assert np.allclose(a, b, atol=1e-6, rtol=0), name
+    assert np.array_equal(got[2], ref[2])
+    assert np.array_equal(got[3], ref[3])
+
+
+def test_batches_follow_a_token_budget():
+    from asc.scores import _plan_batches
+
+    rows = [(np.arange(n), 1) for n in (5, 40, 12, 38, 3)]
+    plans = _plan_batches(rows, 80)
+    assert plans == [[1, 3], [2, 0, 4]]  # sorted by length: 40+38 pad to 80 tokens, then 12 x 3 = 36
+    assert _plan_batches(rows, 1) == [[1], [3], [2], [0], [4]]  # at least one row per batch
+
+
+@pytest.mark.parametrize("error", [RuntimeError("CUDA out of memory. Tried to allocate 2 GiB"),
+                                   torch.cuda.OutOfMemoryError("CUDA out of memory")])
+def test_out_of_memory_halves_the_batch_and_retries(tiny, error):
+    import dataclasses
+
+    class FlakyModel:  # the tiny model, raising an out-of-memory error on its first call
+        def __init__(self, model):
+            self.model, self.config, self.device, self.calls = model, model.config, model.device, []
+
+        def __call__(self, **kwargs):
+            self.calls.append(kwargs["input_ids"].shape[0])
+            if len(self.calls) == 1:
+                raise error
+            return self.model(**kwargs)
+
+    sources = [COUNT, NON_ASCII, "y = 2\n"]
+    reference = score_texts(tiny, sources)
+    flaky = FlakyModel(tiny.model)
+    got = score_texts(dataclasses.replace(tiny, model=flaky), sources)
+    assert flaky.calls == [3, 1, 2]  # the batch of three failed, then ran as 1 + 2
+    for a, b in zip(got, reference, strict=True):
+        assert_same_scores(a, b)
+
+
+def test_out_of_memory_on_one_row_names_the_fix(tiny):
+    import dataclasses
+
+    from asc.errors import ModelLoadError
+
+    class OomModel:
+        config, device = tiny.model.config, tiny.model.device
+
+        def __call__(self, **kwargs):
+            raise RuntimeError("out of memory")
+
+    with pytest.raises(ModelLoadError, match="max-window"):
+        score_texts(dataclasses.replace(tiny, model=OomModel()), [COUNT])
+
+
+def test_other_runtime_errors_are_not_retried(tiny):
+    import dataclasses
+
+    class Broken:
+        config, device = tiny.model.config, tiny.model.device
+
+        def __call__(self, **kwargs):
+            raise RuntimeError("shape mismatch")
+
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        score_texts(dataclasses.replace(tiny, model=Broken()), [COUNT, NON_ASCII])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_stats_on_cuda_equal_cpu(tiny):
+    from asc.scores import _stats_chunked
+
+    ids, *_ = encode(tiny, COUNT)
+    with torch.inference_mode():
+        logits = tiny.model(torch.as_tensor(ids)[None]).logits[0, :-1]
+    targets = torch.as_tensor(ids[1:])
+    cpu = _stats_chunked(logits.clone(), targets, TOP_K, 2**20)
+    gpu = _stats_chunked(logits.clone().cuda(), targets.cuda(), TOP_K, 2**20)
+    for a, b in zip(cpu, gpu, strict=True):
+        assert np.allclose(a, b, atol=1e-5)

@@ -10,7 +10,7 @@ def test_router_renders_sidebar_and_inspector(monkeypatch):
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     assert not at.exception
-    assert [w.key for w in at.sidebar.selectbox] == ["model_choice", "language", "aggregate"]
+    assert [w.key for w in at.sidebar.selectbox] == ["model_choice", "language", "aggregate", "device", "dtype"]
     assert at.sidebar.selectbox[0].value == "tiny-random"
     assert at.session_state["settings"] == TINY
     assert any(t.value == "Completion inspector" for t in at.title)

@@ -57,3 +57,14 @@ def test_model_picker_returns_the_chosen_specs_in_order_without_repeats(ticked, 
     assert widgets.model_picker(where, "Models", ["a", "b"], ["b", "gone"], "xx") == expected
     # defaults that are not options are left out; widget keys carry the prefix
     assert where.calls == [("multiselect", "xx_models", ("b",)), ("text_input", "xx_other")]
+
+
+def test_device_choices_start_with_auto_and_cpu(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert widgets.device_choices()[:2] == ["auto", "cpu"]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert {"cuda:0", "cuda:1"} <= set(widgets.device_choices())
+    assert (widgets.default_settings().device, widgets.default_settings().dtype) == ("auto", "auto")
