@@ -100,7 +100,7 @@ class JobQueue:
 
     def __init__(self, load: Callable[..., ModelBundle],
                  roots: Callable[[], Sequence[Path] | None] | None = None) -> None:
-        # load(spec) -> ModelBundle, called as load(spec, trust_remote_code=True) for jobs that allow remote
+        # load(spec) -> ModelBundle, called with trust_remote_code=<the job's choice> for jobs that allow remote
         # code (the app passes its cached loader of jobs, apart from the model users inspect)
         self._load = load
         # roots() (asked when a job starts): the folders corpus paths of eval jobs must lie in (None: any folder
@@ -155,7 +155,7 @@ class JobQueue:
 
     def _load_model(self, job: Job) -> ModelBundle:
         # one-argument loaders (tests, the CLI) keep working for jobs that do not trust remote code
-        return self._load(job.model, trust_remote_code=True) if job.trust_remote_code else self._load(job.model)
+        return self._load(job.model, trust_remote_code=job.trust_remote_code) if job.trust_remote_code else self._load(job.model)
 
     def _work(self) -> None:
         while True:
