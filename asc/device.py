@@ -28,7 +28,8 @@ from typing import Any
 
 from asc.errors import InputError, ModelLoadError
 
-__all__ = ["DEVICES", "DTYPES", "CPU_LOGIT_BUDGET", "check_fits", "config_size", "dtype_bytes", "estimate_bytes",
+__all__ = ["DEVICES", "DTYPES", "CPU_LOGIT_BUDGET", "check_fits", "check_names", "config_size", "dtype_bytes",
+           "estimate_bytes",
            "free_bytes", "plan_placement",
            "is_oom", "logit_budget", "model_device", "resolve"]
 
@@ -53,6 +54,16 @@ def _parse_device(device: str) -> str:
     if text.startswith("cuda:") and text[5:].isdigit():
         return text
     raise InputError(f"unknown device {device!r}: choose one of {', '.join(DEVICES)} (N: a GPU number such as cuda:1)")
+
+
+def check_names(device: str = "auto", dtype: str = "auto") -> tuple[str, str]:
+    """``(device, dtype)`` as the CLI's ``--device``/``--dtype`` accept them (:data:`DEVICES`, :data:`DTYPES`),
+    lower-cased, without importing torch; :class:`InputError` naming the choices otherwise. Whether the device
+    is present here is checked when the model is loaded (:func:`resolve`)."""
+    dt = (dtype or "auto").strip().lower()
+    if dt not in DTYPES:
+        raise InputError(f"unknown dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
+    return _parse_device(device), dt
 
 
 def resolve(device: str = "auto", dtype: str = "auto") -> tuple[Any, Any]:

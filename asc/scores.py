@@ -23,6 +23,7 @@ import math
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,8 @@ from asc.device import is_oom, logit_budget, model_device
 from asc.errors import InputError, ModelLoadError
 from asc.models import ModelBundle
 
-__all__ = ["DEFAULT_MAX_WINDOW", "TOP_K", "TokenScores", "encode", "score_ids", "score_text", "score_texts"]
+__all__ = ["DEFAULT_MAX_WINDOW", "TOP_K", "TokenScores", "encode", "forward_batches", "score_ids", "score_text",
+           "score_texts"]
 
 TOP_K = 5
 DEFAULT_MAX_WINDOW = 2048
@@ -273,18 +275,40 @@ def score_texts(bundle: ModelBundle, sources: Sequence[str], *, max_window: int 
     return _score_many(bundle, items, max_window)
 
 
-def _score_many(bundle: ModelBundle, items, max_window: int | None) -> list[TokenScores]:
+def forward_batches(bundle: ModelBundle, sources: Sequence[str], *,
+                    max_window: int | None = None) -> list[tuple[Any, Any]]:
+    """The padded micro-batches ``(input_ids, attention_mask)``, on the model's device, that :func:`score_texts`
+    feeds the model for ``sources``: the same tokenization, the same windows (the context capped by
+    ``max_window``, default :data:`DEFAULT_MAX_WINDOW`) and the same batches by token budget. For benchmarks
+    that time the bare forward passes on exactly the inputs the pipeline scores (``make bench``)."""
+    rows, _ = _window_rows([encode(bundle, src)[0] for src in sources], _window(bundle, max_window))
+    return [(ids, mask) for _, ids, mask in _batches(bundle, rows)]
+
+
+def _window(bundle: ModelBundle, max_window: int | None) -> int:
     window = min(bundle.context_length, max_window or DEFAULT_MAX_WINDOW)
     if window < 2:
         raise InputError(f"window of {window} tokens is too short to score anything")
-    k = min(TOP_K, len(bundle.tokenizer))
+    return window
+
+
+def _window_rows(id_seqs: Sequence[np.ndarray], window: int) -> tuple[list[tuple[np.ndarray, int]], list[list]]:
+    """The rows ``(window ids, first scored position in the window)`` of every sequence, and each sequence's
+    windows as :func:`_plan_windows` gives them (none for sequences of fewer than two tokens)."""
     rows = []
     plans_per_item = []
-    for _, ids, *_rest in items:
+    for ids in id_seqs:
         plans = _plan_windows(len(ids), window) if len(ids) > 1 else []
         plans_per_item.append(plans)
         for begin, first, end in plans:
             rows.append((ids[begin:end], first - begin))
+    return rows, plans_per_item
+
+
+def _score_many(bundle: ModelBundle, items, max_window: int | None) -> list[TokenScores]:
+    window = _window(bundle, max_window)
+    k = min(TOP_K, len(bundle.tokenizer))
+    rows, plans_per_item = _window_rows([item[1] for item in items], window)
     with bundle.lock:
         stats = _forward_rows(bundle, rows, k) if rows else []
     vocab_text = _vocab_text(bundle.tokenizer)

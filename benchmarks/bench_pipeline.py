@@ -34,7 +34,7 @@ def main() -> None:
     from asc.corpus.sources import load_corpus
     from asc.explain import explain, explain_many
     from asc.models import load_model
-    from asc.scores import _batches, _plan_windows, encode
+    from asc.scores import encode, forward_batches
     from asc.viz import category_figure, sequence_html, tree_figure
 
     hf_logging.set_verbosity_error()
@@ -42,18 +42,13 @@ def main() -> None:
     bundle = load_model(args.model)
     snippets = [s.source for s in load_corpus("algorithms", limit=args.snippets, min_lines=10, max_lines=60)]
     chunks = [snippets[i : i + args.batch_size] for i in range(0, len(snippets), args.batch_size)]
-    window = min(bundle.context_length, 2048)
 
     def bare() -> None:  # the model alone, on the batches the pipeline builds
         for chunk in chunks:
-            rows = []
-            for src in chunk:
-                ids = encode(bundle, src)[0]
-                rows += [(ids[b:e], f - b) for b, f, e in _plan_windows(len(ids), window)]
-            batches = list(_batches(bundle, rows))
+            batches = forward_batches(bundle, chunk)  # the pipeline's own windows and batches, built untimed
             t0 = time.perf_counter()
             with torch.inference_mode():
-                for _, ids, mask in batches:
+                for ids, mask in batches:
                     bundle.model(input_ids=ids, attention_mask=mask, use_cache=False)
             timings["bare"][-1] += time.perf_counter() - t0
 

@@ -47,7 +47,7 @@ with st.expander("Score a model's heads", expanded=not attention_runs(root)):
                 queue.submit_call(JobKind.ATTENTION, model, f"attention maps: {corpus} ({int(limit)})", root,
                                   attention_job(corpus, root, spec=model, limit=int(limit),
                                                 roots=access.policy().corpus_roots), owner=jobs.owner(),
-                                  trust_remote_code=widgets.trust_remote_code())
+                                  trust_remote_code=widgets.trust_remote_code(), **widgets.placement())
 
 
 @st.fragment(run_every=2.0)

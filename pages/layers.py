@@ -62,7 +62,8 @@ with st.expander("Run probes", expanded=not cache.probe_results(folder)):
                                  roots=access.policy().corpus_roots,
                                  pooling=None if pooling == "auto" else pooling)
                 queue.submit_call(JobKind.LAYERS, model, f"layer probes: {', '.join(tasks + [t.name for t in uploaded])}", folder, call,
-                                  owner=jobs.owner(), trust_remote_code=widgets.trust_remote_code())
+                                  owner=jobs.owner(), trust_remote_code=widgets.trust_remote_code(),
+                                  **widgets.placement())
 
 
 @st.fragment(run_every=2.0)

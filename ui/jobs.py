@@ -23,7 +23,7 @@ from probes.codesyntax.attention import attention_job
 from probes.inspect.layers import layer_job
 from ui import access
 from ui.cache import get_job_bundle
-from ui.widgets import plain
+from ui.widgets import placement, plain
 
 DEMO_CORPUS = "humaneval"  # the eval and attention demos: the first DEMO_LIMIT HumanEval functions
 DEMO_LIMIT = 40
@@ -38,8 +38,9 @@ DEMO_BUTTON = "Run a small demo (about a minute)"
 def job_queue() -> JobQueue:
     """The app-wide queue of long runs: they go on while users switch pages or leave. Jobs load their model
     through :func:`ui.cache.get_job_bundle`, apart from the model users inspect, with the job's
-    ``trust_remote_code``."""
-    return JobQueue(lambda spec, trust_remote_code=False: get_job_bundle(spec, trust_remote_code),
+    ``trust_remote_code``, device and dtype (pages submit the sidebar's: :func:`ui.widgets.placement`)."""
+    return JobQueue(lambda spec, trust_remote_code=False, device="auto", dtype="auto":
+                    get_job_bundle(spec, trust_remote_code, device, dtype),
                     roots=lambda: access.policy().corpus_roots)
 
 
@@ -102,38 +103,42 @@ def describe_demo(kind: JobKind) -> str:
     return f"AsC-Eval of the first {DEMO_LIMIT} HumanEval functions on {models}."
 
 
-def submit_demo(kind: JobKind, queue: JobQueue, owner: str = "") -> list[Job]:
+def submit_demo(kind: JobKind, queue: JobQueue, owner: str = "", device: str | None = None,
+                dtype: str | None = None) -> list[Job]:
     """Queue the demo of ``kind`` on ``queue``: what the page's own *Start* submits, with the demo's settings,
-    into the page's usual folders (the eval demo: the conventional run folder of (model, humaneval, 40))."""
+    into the page's usual folders (the eval demo: the conventional run folder of (model, humaneval, 40)), its
+    models on ``device`` in ``dtype`` (None: the queue's loader's default)."""
     submitted = []
+    where = {"owner": owner, "device": device, "dtype": dtype}
     for model in demo_models(kind):
         if kind is JobKind.EVAL:
-            submitted.append(queue.submit(model, DEMO_CORPUS, DEMO_LIMIT, runs_dir(), owner=owner))
+            submitted.append(queue.submit(model, DEMO_CORPUS, DEMO_LIMIT, runs_dir(), **where))
         elif kind is JobKind.LAYERS:
             folder = layers_dir()
             call = layer_job(DEMO_TASKS, folder, corpus=DEMO_TASK_CORPUS, size=DEMO_SIZE,
                              roots=access.policy().corpus_roots)
             submitted.append(queue.submit_call(kind, model, f"layer probes: {', '.join(DEMO_TASKS)}", folder, call,
-                                               owner=owner))
+                                               **where))
         else:
             root = attention_dir()
             call = attention_job(DEMO_CORPUS, root, spec=model, limit=DEMO_LIMIT,
                                  roots=access.policy().corpus_roots)
             submitted.append(queue.submit_call(kind, model, f"attention maps: {DEMO_CORPUS} ({DEMO_LIMIT})", root,
-                                               call, owner=owner))
+                                               call, **where))
     return submitted
 
 
 def demo_button(kind: JobKind, where: str, note: str = "") -> None:
     """The demo of ``kind`` as one button (key ``demo_<where>``) with a line on what it computes (and ``note``).
 
-    A click submits :func:`submit_demo` for this tab and reruns, so the page's job panel shows its progress.
+    A click submits :func:`submit_demo` for this tab (on the sidebar's device and dtype) and reruns, so the
+    page's job panel shows its progress.
     Nothing is offered while a job of ``kind`` from this tab is queued or running (no demo twice). Every
     server's policy (:func:`ui.access.policy`) allows the demos: embedded or default models, built-in corpora."""
     if running(kind):
         return
     if st.button(DEMO_BUTTON, type="primary", key=f"demo_{where}"):
-        submit_demo(kind, job_queue(), owner=owner())
+        submit_demo(kind, job_queue(), owner=owner(), **placement())
         st.rerun()
     st.caption(plain(describe_demo(kind)) + (f" {note}" if note else ""))
 

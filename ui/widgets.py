@@ -51,6 +51,15 @@ def trust_remote_code() -> bool:
     return bool(settings.trust_remote_code) if isinstance(settings, Settings) else False
 
 
+def placement() -> dict[str, str]:
+    """The sidebar's *Hardware* choice as ``{"device", "dtype"}``, which background jobs started from a page use
+    too (``auto`` for both before the sidebar ran)."""
+    settings = st.session_state.get("settings")
+    if isinstance(settings, Settings):
+        return {"device": settings.device, "dtype": settings.dtype}
+    return {"device": "auto", "dtype": "auto"}
+
+
 def default_settings() -> Settings:
     """What the sidebar starts with (used when a page runs without the router, e.g. in tests)."""
     return Settings(model=default_model(), trust_remote_code=False, language="python", aggregate="median")

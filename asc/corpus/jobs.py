@@ -10,6 +10,13 @@ when submitted again. Corpus runs read only inside ``ASC_DATA_ROOTS`` when it is
 heads) under the same one-at-a-time rule; it reports a ``stage``
 besides done/total. Each job has a :class:`JobKind`. User mistakes (:class:`asc.errors.AscError`) end a
 job as ``failed`` with their message; anything else is logged with its traceback as a crash.
+
+A job may name the ``device`` and ``dtype`` of its model (the app passes its sidebar's *Hardware* choice),
+checked when submitted as the CLI's ``--device``/``--dtype`` are (:func:`asc.device.check_names`) and
+passed to the queue's loader. When ``ASC_RAY_ADDRESS`` is set (:func:`asc.paths.ray_address`, read when
+a job starts), corpus runs are scored on that Ray cluster (:func:`asc.corpus.engines.run_corpus_ray`: the
+actors load the model, in ``auto`` placement unless the job names one) instead of in this process; either
+way the job's progress counts the snippets written into its run folder.
 """
 
 from __future__ import annotations
@@ -25,12 +32,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
+from asc.corpus import engines
 from asc.corpus.runs import run_corpus
 from asc.corpus.sources import load_corpus
+from asc.device import check_names
 from asc.errors import AscError
 from asc.models import ModelBundle
-from asc.paths import data_roots
+from asc.paths import data_roots, ray_address
 
 __all__ = ["Job", "JobKind", "JobQueue", "run_folder"]
 
@@ -50,6 +60,13 @@ def run_folder(root: str | Path, model: str, corpus: str, limit: int | None) -> 
     key = json.dumps([model, corpus, limit or None])
     digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return Path(root) / f"{slug(model)}__{slug(corpus)}__{limit if limit else 'all'}__{digest}"
+
+
+def _placement(device: str | None, dtype: str | None) -> dict[str, str | None]:
+    """``{"device", "dtype"}`` of a job, each checked and lower-cased as ``--device``/``--dtype`` (None stays
+    None: the loader's default)."""
+    dev, dt = check_names(device or "auto", dtype or "auto")
+    return {"device": None if device is None else dev, "dtype": None if dtype is None else dt}
 
 
 class JobKind(StrEnum):
@@ -72,6 +89,9 @@ class Job:
     out: Path
     batch_size: int = 8
     trust_remote_code: bool = False  # passed to the queue's loader (off unless the user turned it on)
+    device: str | None = None  # passed to the loader when set ("auto", "cpu", "cuda:0", ...; None: its default)
+    dtype: str | None = None  # likewise ("auto", "float32", "bfloat16", "float16")
+    engine: str = ""  # where a corpus run was scored: "local" or "ray" (set when it starts)
     owner: str = ""  # who submitted it (the app: a browser tab's token); its progress panel shows only its own
     status: str = "queued"  # queued | running | done | failed | cancelled
     done: int = 0
@@ -112,18 +132,22 @@ class JobQueue:
         self._worker: threading.Thread | None = None
 
     def submit(self, model: str, corpus: str, limit: int | None, root: str | Path, batch_size: int = 8, *,
-               trust_remote_code: bool = False, owner: str = "") -> Job:
-        """Queue an AsC-Eval run of ``corpus`` (at most ``limit`` snippets) into :func:`run_folder`."""
+               trust_remote_code: bool = False, owner: str = "", device: str | None = None,
+               dtype: str | None = None) -> Job:
+        """Queue an AsC-Eval run of ``corpus`` (at most ``limit`` snippets) into :func:`run_folder`, its model on
+        ``device`` in ``dtype`` (:class:`asc.errors.InputError` for names ``--device``/``--dtype`` refuse)."""
         return self._enqueue(kind=JobKind.EVAL, model=model, corpus=corpus, limit=limit,
                              out=run_folder(root, model, corpus, limit), batch_size=batch_size,
-                             trust_remote_code=trust_remote_code, owner=owner)
+                             trust_remote_code=trust_remote_code, owner=owner, **_placement(device, dtype))
 
     def submit_call(self, kind: JobKind, model: str, label: str, out: str | Path,
                     call: Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None], *,
-                    trust_remote_code: bool = False, owner: str = "") -> Job:
-        """Queue ``call(bundle, on_progress(stage, done, total), should_stop)`` for the model ``model``."""
+                    trust_remote_code: bool = False, owner: str = "", device: str | None = None,
+                    dtype: str | None = None) -> Job:
+        """Queue ``call(bundle, on_progress(stage, done, total), should_stop)`` for the model ``model`` (on
+        ``device`` in ``dtype``, checked as in :meth:`submit`)."""
         return self._enqueue(kind=JobKind(kind), model=model, corpus=label, limit=None, out=Path(out), call=call,
-                             trust_remote_code=trust_remote_code, owner=owner)
+                             trust_remote_code=trust_remote_code, owner=owner, **_placement(device, dtype))
 
     def _enqueue(self, **fields) -> Job:
         with self._lock:
@@ -154,8 +178,10 @@ class JobQueue:
         return True
 
     def _load_model(self, job: Job) -> ModelBundle:
-        # one-argument loaders (tests, the CLI) keep working for jobs that do not trust remote code
-        return self._load(job.model, trust_remote_code=job.trust_remote_code) if job.trust_remote_code else self._load(job.model)
+        # one-argument loaders (tests, the CLI) keep working for jobs that trust no remote code and name no placement
+        extra: dict[str, object] = {"trust_remote_code": True} if job.trust_remote_code else {}
+        extra |= {k: v for k, v in (("device", job.device), ("dtype", job.dtype)) if v is not None}
+        return self._load(job.model, **extra)
 
     def _work(self) -> None:
         while True:
@@ -176,13 +202,20 @@ class JobQueue:
                     continue
                 snippets = load_corpus(job.corpus, limit=job.limit, roots=self._corpus_roots())
                 job.total = len(snippets)
-                bundle = self._load_model(job)
 
                 def progress(done: int, total: int, job: Job = job) -> None:
                     job.done, job.total = done, total
 
-                run_corpus(bundle, snippets, job.out, corpus=job.corpus, progress=False, on_progress=progress,
-                           batch_size=job.batch_size, should_stop=job.cancel.is_set)
+                settings: dict[str, Any] = {"corpus": job.corpus, "progress": False, "on_progress": progress,
+                                            "batch_size": job.batch_size, "should_stop": job.cancel.is_set}
+                address = ray_address()
+                job.engine = "ray" if address else "local"
+                if address:  # the cluster's actors load the model; this process loads none
+                    engines.run_corpus_ray(job.model, snippets, job.out, address=address,
+                                           trust_remote_code=job.trust_remote_code, device=job.device or "auto",
+                                           dtype=job.dtype or "auto", **settings)
+                else:
+                    run_corpus(self._load_model(job), snippets, job.out, **settings)
                 job.status = "cancelled" if job.cancel.is_set() else "done"
             except AscError as err:
                 job.status, job.error = "failed", str(err)

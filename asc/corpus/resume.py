@@ -5,8 +5,9 @@
 * :func:`corpus_identity`: the planned snippets' ids and the sha256 of their sources, and a digest over
   them (``corpus.json``; meta.json keeps the digest);
 * :func:`settings_differences` and :func:`check_corpus`: a folder is resumed only with the same format,
-  model, aggregate, alignment options and max_window, and a plan that still holds every done snippet
-  unchanged; otherwise a :class:`asc.errors.CorpusError` says what differs and suggests another ``--out``;
+  model (its dtype included, but on any device), aggregate, alignment options and max_window, and a plan that
+  still holds every done snippet unchanged; otherwise a :class:`asc.errors.CorpusError` says what differs and
+  names the fix (``--dtype X`` to continue, or another ``--out``);
 * :func:`writer_lock`: an exclusive ``flock`` on ``<folder>/.lock`` taken with timeout 0 (a second
   writer is refused at once) that the kernel releases when its process ends, however it ends;
 * :func:`remove_unstarted`: a fresh folder whose run ends before its first chunk is removed again.
@@ -48,19 +49,40 @@ def corpus_identity(snippets: Sequence[Snippet]) -> dict:
 
 def settings_differences(old: Any, new: Mapping[str, Any]) -> list[str]:
     """``key: old there, new here`` for each of :data:`SETTINGS_KEYS` that differs (one level into dicts such as
-    the model's description, e.g. ``model.name: 'a' there, 'b' here``)."""
+    the model's description, e.g. ``model.name: 'a' there, 'b' here``).
+
+    The model's ``device`` is not compared: a folder started on one device (``cuda:0``, ``cpu``, ``auto-map``)
+    may be resumed on another in the same dtype, because a model gives the same values on any device up to
+    floating-point rounding (different kernels sum in different orders; far below the bfloat16/float32
+    tolerances in the README). Its ``dtype`` must match: a difference names the fix (``--dtype X`` to
+    continue, or a new ``--out`` folder). A description without a dtype comes from before dtypes were
+    recorded, when every run was float32."""
     old = old if isinstance(old, dict) else {}
     out = []
     for key in SETTINGS_KEYS:
         a, b = old.get(key), new.get(key)
+        if key == "model" and isinstance(a, dict) and isinstance(b, dict):
+            a, b = _placement_free(a), _placement_free(b)
         if a == b:
             continue
         if isinstance(a, dict) and isinstance(b, dict):
-            out += [f"{key}.{k}: {a.get(k)!r} there, {b.get(k)!r} here" for k in sorted(set(a) | set(b))
+            out += [_difference(f"{key}.{k}", a.get(k), b.get(k)) for k in sorted(set(a) | set(b))
                     if a.get(k) != b.get(k)]
         else:
-            out.append(f"{key}: {a!r} there, {b!r} here")
+            out.append(_difference(key, a, b))
     return out
+
+
+def _placement_free(model: Mapping[str, Any]) -> dict[str, Any]:
+    """A model description without its device, with ``dtype`` float32 where it was not recorded yet."""
+    return {k: v for k, v in model.items() if k != "device"} | {"dtype": model.get("dtype") or "float32"}
+
+
+def _difference(name: str, there: Any, here: Any) -> str:
+    text = f"{name}: {there!r} there, {here!r} here"
+    if name == "model.dtype" and isinstance(there, str):
+        text += f" (continue it with --dtype {there}, the sidebar's Dtype in the app, or start a new --out folder)"
+    return text
 
 
 def check_corpus(out: Path, done: Mapping[str, str], snippets: Sequence[Snippet]) -> None:

@@ -82,7 +82,8 @@ def test_the_job_queue_loads_through_its_own_cache_slot(monkeypatch, tmp_path):
     loads: list[tuple[str, bool]] = []
     model = object()
     monkeypatch.setattr(cache, "load_model",
-                        lambda spec, trust_remote_code=False: loads.append((spec, trust_remote_code)) or model)
+                        lambda spec, trust_remote_code=False, **placement: loads.append((spec, trust_remote_code))
+                        or model)
     cache.get_job_bundle.clear()
     try:
         seen: list[object] = []

@@ -126,3 +126,104 @@ def test_a_model_that_cannot_be_loaded_fails_the_job(tmp_path):
     job = queue.submit_call(JobKind.LAYERS, "no-such-model-xyz", "layers", tmp_path / "o", lambda b, p, s: None)
     assert queue.wait(60)
     assert job.status == "failed" and "unknown model 'no-such-model-xyz'" in job.error
+
+
+def _recording_queue(calls):
+    """A queue whose loader records what each load was asked for (and loads nothing)."""
+    def load(spec, **kwargs):
+        calls.append((spec, kwargs))
+        return f"bundle of {spec}"
+
+    return JobQueue(load)
+
+
+def test_a_job_records_its_device_and_dtype_and_passes_them_to_the_loader(tmp_path):
+    calls, seen = [], []
+    queue = _recording_queue(calls)
+    job = queue.submit_call(JobKind.LAYERS, "m", "probes", tmp_path / "o", lambda b, p, s: seen.append(b),
+                            device=" CUDA:1 ", dtype="BFloat16")
+    assert (job.device, job.dtype) == ("cuda:1", "bfloat16")  # normalised as --device/--dtype read them
+    plain = queue.submit_call(JobKind.LAYERS, "m", "probes", tmp_path / "o", lambda b, p, s: None)
+    trusted = queue.submit_call(JobKind.ATTENTION, "m", "heads", tmp_path / "o", lambda b, p, s: None,
+                                trust_remote_code=True, device="cpu")
+    assert queue.wait(60) and all(j.status == "done" for j in (job, plain, trusted))
+    assert seen == ["bundle of m"]
+    assert calls == [("m", {"device": "cuda:1", "dtype": "bfloat16"}),
+                     ("m", {}),  # no placement named: one-argument loaders keep working
+                     ("m", {"trust_remote_code": True, "device": "cpu"})]
+
+
+def test_an_eval_job_loads_its_model_on_its_device_and_dtype(tmp_path, monkeypatch):
+    from asc.corpus import jobs
+
+    calls, runs = [], []
+    monkeypatch.delenv("ASC_RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(jobs, "run_corpus", lambda bundle, snippets, out, **kw: runs.append((bundle, len(snippets))))
+    queue = _recording_queue(calls)
+    job = queue.submit("m", "humaneval", 3, tmp_path / "runs", device="cpu", dtype="float16")
+    assert queue.wait(60) and job.status == "done" and job.engine == "local"
+    assert calls == [("m", {"device": "cpu", "dtype": "float16"})] and runs == [("bundle of m", 3)]
+
+
+@pytest.mark.parametrize(("placement", "message"), [
+    ({"device": "gpu"}, "unknown device 'gpu': choose one of auto, cpu, cuda, cuda:N, mps"),
+    ({"device": "cuda:x"}, "unknown device 'cuda:x'"),
+    ({"dtype": "fp8"}, "unknown dtype 'fp8': choose one of auto, float32, bfloat16, float16"),
+])
+def test_an_invalid_device_or_dtype_is_refused_when_submitted(tmp_path, placement, message):
+    calls = []
+    queue = _recording_queue(calls)
+    with pytest.raises(InputError, match=message.replace("(", r"\(")):
+        queue.submit("m", "humaneval", 3, tmp_path / "runs", **placement)
+    with pytest.raises(InputError, match=message.replace("(", r"\(")):
+        queue.submit_call(JobKind.LAYERS, "m", "probes", tmp_path / "o", lambda b, p, s: None, **placement)
+    assert queue.jobs() == [] and calls == []  # nothing was queued
+
+
+def test_eval_jobs_run_on_the_ray_cluster_named_by_asc_ray_address(tmp_path, monkeypatch):
+    from asc.corpus import engines, jobs
+
+    calls, seen, local = [], [], []
+
+    def fake_ray(spec, snippets, out, **kw):  # reports progress as the driver does after each part it writes
+        seen.append({"spec": spec, "n": len(snippets), "out": out} | kw)
+        for done in (2, len(snippets)):
+            kw["on_progress"](done, len(snippets))
+        return out
+
+    monkeypatch.setattr(engines, "run_corpus_ray", fake_ray)
+    monkeypatch.setattr(jobs, "run_corpus", lambda bundle, snippets, out, **kw: local.append(bundle))
+    monkeypatch.setenv("ASC_RAY_ADDRESS", "ray://head:10001")
+    queue = _recording_queue(calls)
+    job = queue.submit("m", "humaneval", 3, tmp_path / "runs", batch_size=2, trust_remote_code=True,
+                       device="cuda", dtype="bfloat16")
+    default = queue.submit("m", "humaneval", 3, tmp_path / "runs")
+    assert queue.wait(60) and job.status == default.status == "done"
+    assert job.engine == default.engine == "ray" and (job.done, job.total) == (3, 3)
+    assert calls == [] and local == []  # the actors load the model, not this process
+    first = seen[0]
+    assert (first["spec"], first["n"], first["out"]) == ("m", 3, job.out)
+    assert first["address"] == "ray://head:10001" and first["trust_remote_code"] is True
+    assert (first["device"], first["dtype"], first["batch_size"]) == ("cuda", "bfloat16", 2)
+    assert first["corpus"] == "humaneval" and first["progress"] is False
+    assert (seen[1]["device"], seen[1]["dtype"]) == ("auto", "auto")  # as --engine ray picks by default
+
+    monkeypatch.delenv("ASC_RAY_ADDRESS")
+    here = queue.submit("m", "humaneval", 3, tmp_path / "runs")
+    assert queue.wait(60) and here.status == "done" and here.engine == "local"
+    assert len(seen) == 2 and local == ["bundle of m"] and calls == [("m", {})]
+
+
+def test_a_failure_on_the_ray_cluster_fails_the_job_with_its_message(tmp_path, monkeypatch):
+    from asc.corpus import engines
+    from asc.errors import CorpusError
+
+    def fake_ray(spec, snippets, out, **kw):
+        raise CorpusError("the Ray actors failed: no GPU; run with --debug for the traceback")
+
+    monkeypatch.setattr(engines, "run_corpus_ray", fake_ray)
+    monkeypatch.setenv("ASC_RAY_ADDRESS", "auto")
+    queue = _recording_queue([])
+    job = queue.submit("m", "humaneval", 3, tmp_path / "runs")
+    assert queue.wait(60) and job.status == "failed" and job.engine == "ray"
+    assert job.error == "the Ray actors failed: no GPU; run with --debug for the traceback"
