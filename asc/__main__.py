@@ -69,6 +69,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from asc.corpus import category_table, load_run, run_corpus
+    from asc.corpus.runs import load_digest
     from asc.corpus.sources import load_corpus
 
     snippets = load_corpus(args.corpus, limit=args.limit, min_lines=args.min_lines, max_lines=args.max_lines)
@@ -91,14 +92,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 130
     elapsed = time.perf_counter() - t0
-    run = load_run(out)
-    languages = sorted(set(run.snippets["language"]))
-    table = category_table(run.nodes, load_categories(languages[0]).categories, n_boot=args.n_boot, seed=args.seed)
+    run = load_run(out, tables=("snippets",))
+    digest = load_digest(out)
+    table = category_table(digest, load_categories(digest.languages[0] if digest.languages else "python").categories,
+                           n_boot=args.n_boot, seed=args.seed, method=args.bootstrap)
     write_table(table, out / "categories.csv")
     print(f"\nAsC-Eval, {run.meta['settings']['model']['name']} on {args.corpus}: {len(run.snippets)} snippets, "
-          f"{len(run.tokens)} tokens, mean loss {run.snippets['loss'].mean():.3f} nats/token "
+          f"{int(run.snippets['n_tokens'].sum())} tokens, mean loss {run.snippets['loss'].mean():.3f} nats/token "
           f"({elapsed:.0f} s this run)")
-    print(f"bootstrapped median of node values ({args.n_boot} resamples, seed {args.seed}, 95% interval)\n")
+    print(f"bootstrapped median of node values ({args.n_boot} {args.bootstrap}-level resamples, seed {args.seed}, "
+          "95% interval)\n")
     for row in table.itertuples():
         mark = "  " if row.median != row.median else ("+ " if row.median >= args.threshold else "- ")
         print(f"{mark}{row.category:<24} {fmt(row.median)}  [{fmt(row.ci_low)}, {fmt(row.ci_high)}]  "
@@ -108,20 +111,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from asc.corpus.runs import load_run
+    from asc.corpus.runs import load_digest
     from asc.corpus.summary import difference_table, summary_table, wide_table
 
-    runs = [load_run(path) for path in args.runs]
-    languages = {lang for run in runs for lang in set(run.snippets["language"])}
+    runs = [load_digest(path) for path in args.runs]
+    languages = {lang for run in runs for lang in run.languages}
     categories = load_categories(sorted(languages)[0] if languages else "python").categories
-    summary = summary_table(runs, categories, n_boot=args.n_boot, seed=args.seed)
+    summary = summary_table(runs, categories, n_boot=args.n_boot, seed=args.seed, method=args.bootstrap)
     wide = wide_table(summary)
     if args.out:
         write_table(summary, Path(args.out))
     import pandas as pd
 
     with pd.option_context("display.width", 250, "display.max_columns", None):
-        print(f"AsC-Eval, bootstrapped median of node values ({args.n_boot} resamples, seed {args.seed}); "
+        print(f"AsC-Eval, bootstrapped median of node values ({args.n_boot} {args.bootstrap}-level resamples, "
+              f"seed {args.seed}); "
               f"sorted by the global value\n")
         print(wide.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         if len(runs) >= 2:
@@ -161,6 +165,14 @@ def cmd_causal(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bootstrap_option(p: argparse.ArgumentParser) -> None:
+    from asc.corpus.bootstrap import METHODS
+
+    p.add_argument("--bootstrap", default="snippet", choices=METHODS,
+                   help="snippet: resample snippets (default; nodes of one snippet are not independent); node: "
+                        "resample nodes, as the paper's Table I")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m asc", description="AsC-Eval: next-token scores per AST node.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
@@ -185,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=positive_int, default=8, help="snippets per batched scoring call")
     p.add_argument("--n-boot", type=positive_int, default=500, help="bootstrap resamples for the summary")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    _bootstrap_option(p)
     p.add_argument("--threshold", type=float, default=0.6, help="the 'acceptable confidence' line")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--engine", default="local", choices=("local", "ray"),
@@ -202,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="write the long table (model, category, median, interval) as .csv/.json")
     p.add_argument("--n-boot", type=positive_int, default=500, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    _bootstrap_option(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("causal", help="AsC-Causal: Pearson r and dowhy effects of concepts on the loss (Table II)")

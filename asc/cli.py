@@ -149,13 +149,9 @@ def run(args: argparse.Namespace, user_errors: tuple[type[BaseException], ...] =
                         format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if not args.verbose:
-        try:
-            from transformers.utils import logging as hf_logging
+        from asc.paths import quiet_libraries
 
-            hf_logging.set_verbosity_error()
-            hf_logging.disable_progress_bar()
-        except ImportError:
-            pass
+        quiet_libraries()  # no import of transformers here: 0.8 s that commands without a model do not need
     try:
         return args.func(args)
     except user_errors as err:

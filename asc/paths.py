@@ -33,7 +33,7 @@ from pathlib import Path
 __all__ = [
     "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "cache_dir",
     "data_roots", "default_model", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
-    "allow_remote_code", "allowed_models", "app_password", "ray_address", "shared_override",
+    "allow_remote_code", "allowed_models", "app_password", "quiet_libraries", "ray_address", "shared_override",
 ]
 
 APP_ROOT = Path(__file__).resolve().parent.parent
@@ -144,6 +144,13 @@ def allow_remote_code() -> bool:
 def app_password() -> str:
     """The password of the whole app from ``$ASC_PASSWORD`` ("" = no password gate)."""
     return os.environ.get("ASC_PASSWORD", "")
+
+
+def quiet_libraries() -> None:
+    """Set (where the user has not) the variables that keep transformers and the hub from logging warnings and
+    progress bars; read when transformers is imported, so only commands that load a model pay for it."""
+    for name, value in (("TRANSFORMERS_VERBOSITY", "error"), ("HF_HUB_DISABLE_PROGRESS_BARS", "1")):
+        os.environ.setdefault(name, value)
 
 
 def ray_address() -> str | None:

@@ -13,9 +13,10 @@ import streamlit as st
 from asc import BUILTIN_CORPORA, embedded_names, load_categories
 from asc import paths as asc_paths
 from asc.concepts import GLOBAL
-from asc.corpus import runs as asc_runs
+from asc.corpus.bootstrap import METHODS
 from asc.corpus.jobs import JobKind
-from asc.corpus.summary import difference_table, run_labels, type_table, wide_table
+from asc.corpus.listing import run_folders
+from asc.corpus.summary import box_table, difference_table, run_labels, type_table, wide_table
 from asc.export import csv_text
 from asc.viz import category_bars, concept_treemap, difference_bars, figure_html, styled_table, value_distribution
 from ui import access, cache, guards, jobs, widgets
@@ -25,7 +26,7 @@ st.caption("AsC-Eval over whole corpora: the bootstrapped median of node values 
            "Table I, Fig. 3) and the distribution of node values (Fig. 6), for one or several models.")
 
 queue = jobs.job_queue()
-with st.expander("Run a corpus evaluation", expanded=not asc_runs.run_folders(asc_paths.runs_dir())):
+with st.expander("Run a corpus evaluation", expanded=not run_folders(asc_paths.runs_dir())):
     c1, c2, c3 = st.columns([3, 2, 1])
     decoders = embedded_names("decoder")
     models = widgets.model_picker(c1, "Models", decoders, [asc_paths.default_model()], "run")
@@ -41,7 +42,7 @@ with st.expander("Run a corpus evaluation", expanded=not asc_runs.run_folders(as
         elif guards.allowed(models, corpus, widgets.trust_remote_code()):  # nothing is submitted after an error
             for model in models:
                 queue.submit(model, corpus, int(limit) or None, asc_paths.runs_dir(), owner=jobs.owner(),
-                             trust_remote_code=widgets.trust_remote_code())
+                             trust_remote_code=widgets.trust_remote_code(), **widgets.placement())
 
 
 @st.fragment(run_every=2.0)
@@ -68,24 +69,29 @@ chosen = st.multiselect("Results to show", folders, default=list(latest.values()
 if not chosen:
     st.info("Choose one or more results above.")
     st.stop()
-s1, s2, s3 = st.columns(3)
+s1, s2, s3, s4 = st.columns(4)
 threshold = s1.number_input("Threshold", 0.0, 1.0, 0.6, 0.05, key="threshold",
                             help="the paper's 'acceptable confidence' line")
 n_boot = s2.number_input("Bootstrap resamples", 100, 5000, 500, 100, key="n_boot")
 seed = s3.number_input("Seed", 0, 2**31 - 1, 0, key="boot_seed")
+method = s4.selectbox("Resample", METHODS, key="boot_method",
+                      format_func={"snippet": "snippets (default)", "node": "nodes (paper)"}.get,
+                      help="snippets: nodes of one snippet are not independent, so whole snippets are resampled; "
+                           "nodes: the paper's Table I, every category's nodes resampled on their own")
 
-runs = [cache.cached_run(f) for f in chosen]
+with st.spinner("Reading the runs..."):
+    runs = [cache.cached_digest(f) for f in chosen]
 labels = run_labels(runs)
-language = str(runs[0].snippets["language"].iloc[0]) if len(runs[0].snippets) else "python"
-categories = load_categories(language).categories
+categories = load_categories(runs[0].languages[0] if runs[0].languages else "python").categories
 with st.spinner("Bootstrapping..."):
-    summary = cache.cached_summary(chosen, categories, int(n_boot), int(seed))
+    summary = cache.cached_summary(runs, categories, int(n_boot), int(seed), method)
 wide = wide_table(summary)
 
 st.subheader("AsC-Eval per model (Table I)")
 st.dataframe(styled_table(wide, threshold), hide_index=True, width="stretch")
-st.caption(f"Bootstrapped median of node values ({n_boot} resamples, seed {seed}); red below {threshold:g}, "
-           "blue at or above; 'absent': no node of that category in the corpus.")
+st.caption(f"Bootstrapped median of node values ({n_boot} resamples of {method}s, seed {seed}; medians within "
+           f"0.5e-4 of the exact ones); red below {threshold:g}, blue at or above; 'absent': no node of that "
+           "category in the corpus.")
 with st.expander("Intervals and counts (long table)"):
     st.dataframe(summary, hide_index=True, width="stretch")
 bars = category_bars(summary, threshold)
@@ -93,7 +99,8 @@ st.plotly_chart(bars, key="bars")
 
 d1, d2 = st.columns(2)
 dist_cat = d1.selectbox("Distribution of", [GLOBAL, *categories], key="dist_cat")
-dist = value_distribution({label: run.nodes for label, run in zip(labels, runs)}, dist_cat)
+boxes = box_table(runs, dist_cat)
+dist = value_distribution(boxes, dist_cat)
 d1.plotly_chart(dist, key="dist")
 types = [type_table(run, label) for run, label in zip(runs, labels)]
 types_all = pd.concat(types, ignore_index=True)
@@ -128,6 +135,8 @@ with st.expander("Export"):
                        "asc-eval-intervals.json", "application/json", on_click="ignore", key="dl_long_json")
     e2.download_button("Node types (CSV)", lambda: csv_text(types_all), "asc-eval-node-types.csv",
                        "text/csv", on_click="ignore", key="dl_types")
+    e2.download_button("Distribution (CSV)", lambda: csv_text(boxes), "asc-eval-distribution.csv", "text/csv",
+                       on_click="ignore", key="dl_boxes")
     if diff_type is not None:
         e2.download_button("Differences (CSV)", lambda: csv_text(pd.concat([diff_cat, diff_type])),
                            "asc-eval-differences.csv", "text/csv", on_click="ignore", key="dl_diff")

@@ -10,8 +10,10 @@ Caching rules (checked on Streamlit 1.67):
 * the causal results store is a dict shared by every session: inserts and evictions hold a lock;
 * results are ``st.cache_data`` keyed by (model, text, settings): re-renders, node clicks and page
   switches that do not change the text or the model reuse them without touching the model;
-* run folders are keyed by their path and a stamp that changes when a part is added, so a growing
-  run refreshes while a finished one is read once.
+* corpus summaries read run digests (:func:`cached_digest`): one per folder, shared, extended by the parts a
+  growing run adds (never re-read whole); Table I is cached by (digests' parts, settings);
+* the causal page's tables (snippets, concepts) are keyed by their path and a stamp that changes when a part
+  is added.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ import streamlit as st
 
 from asc import Explanation, explain, load_model
 from asc.concepts import load_categories
-from asc.corpus.runs import RunData, load_run, run_title
+from asc.corpus.digest import RunDigest
+from asc.corpus.listing import run_title
+from asc.corpus.runs import RunData, load_digest, load_run
 from asc.corpus.summary import summary_table
 from asc.errors import CorpusError
 from asc.generate import Completion, complete, explain_completion
@@ -35,6 +39,7 @@ from asc.models import ModelBundle
 log = logging.getLogger("asc.ui")
 CAUSAL_KEEP = 16  # causal tables kept (oldest dropped first): a long-running app must not grow without bound
 _causal_lock = threading.Lock()  # guards the shared causal store (computing runs outside it)
+_digest_lock = threading.Lock()  # guards the shared digest store
 
 
 def _release(bundle: ModelBundle) -> None:
@@ -58,9 +63,11 @@ def bundle_for(spec: str, trust_remote_code: bool = False, device: str = "auto",
 
 
 @st.cache_resource(max_entries=1, show_spinner=False, on_release=_release)
-def get_job_bundle(spec: str, trust_remote_code: bool = False) -> ModelBundle:
-    """The model of background jobs: a slot of its own, so jobs never evict the model users inspect."""
-    return load_model(spec, trust_remote_code=trust_remote_code)
+def get_job_bundle(spec: str, trust_remote_code: bool = False, device: str = "auto",
+                   dtype: str = "auto") -> ModelBundle:
+    """The model of background jobs: a slot of its own, so jobs never evict the model users inspect; on the
+    job's device and dtype (the sidebar's when a page submitted it)."""
+    return load_model(spec, trust_remote_code=trust_remote_code, device=device, dtype=dtype)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -91,12 +98,13 @@ def _stamp(path: Path) -> float:
 @st.cache_resource(max_entries=12, show_spinner=False)
 def _run(path: str, stamp: float) -> RunData:
     # cache_resource, not cache_data: large frames are shared read-only instead of unpickled per rerun
-    return load_run(path, tables=("snippets", "nodes", "concepts"))
+    return load_run(path, tables=("snippets", "concepts"))
 
 
 def cached_run(path: Path) -> RunData:
-    """The run at ``path``, read once per chunk it gains. A broken run (:class:`CorpusError`) is shown as an
-    error naming the folder and the fix, and the page stops: never a traceback."""
+    """The snippets and concepts tables of the run at ``path`` (AsC-Causal's input), read once per chunk it
+    gains. A broken run (:class:`CorpusError`) is shown as an error naming the folder and the fix, and the
+    page stops: never a traceback."""
     try:
         return _run(str(path), _stamp(path))
     except CorpusError as err:
@@ -104,14 +112,38 @@ def cached_run(path: Path) -> RunData:
         st.stop()
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def _summary(paths: tuple[str, ...], stamps: tuple[float, ...], categories: tuple[str, ...], n_boot: int,
-             seed: int) -> Any:
-    return summary_table([_run(p, s) for p, s in zip(paths, stamps)], categories, n_boot=n_boot, seed=seed)
+@st.cache_resource(show_spinner=False)
+def _digest_store() -> dict[str, RunDigest]:
+    return {}
 
 
-def cached_summary(paths: list[Path], categories: tuple[str, ...], n_boot: int, seed: int) -> Any:
-    return _summary(tuple(map(str, paths)), tuple(_stamp(p) for p in paths), categories, n_boot, seed)
+def cached_digest(path: Path) -> RunDigest:
+    """The digest of the run at ``path`` (what Table I, node types, distributions and differences read): read
+    once, then extended by the parts the run adds (a 100,000-snippet run is not re-read every rerun). A broken
+    run is an error naming the folder and the fix, and the page stops."""
+    store = _digest_store()
+    key = str(path)
+    try:
+        digest = load_digest(path, previous=store.get(key))
+    except CorpusError as err:
+        st.error(str(err))
+        st.stop()
+    with _digest_lock:
+        store[key] = digest
+        while len(store) > 16:  # dicts keep insertion order: drop the oldest
+            store.pop(next(iter(store)))
+    return digest
+
+
+def _digest_key(digest: RunDigest) -> tuple:
+    return str(digest.path), digest.parts
+
+
+@st.cache_data(max_entries=32, show_spinner=False, hash_funcs={RunDigest: _digest_key})
+def cached_summary(digests: list[RunDigest], categories: tuple[str, ...], n_boot: int, seed: int,
+                   method: str = "snippet") -> Any:
+    """Table I (long) of ``digests`` (from :func:`cached_digest`), computed once per state of their parts."""
+    return summary_table(digests, categories, n_boot=n_boot, seed=seed, method=method)
 
 
 @st.cache_resource(show_spinner=False)

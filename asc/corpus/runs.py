@@ -13,9 +13,10 @@ folder of Parquet parts that ``pandas.read_parquet(folder)`` reads whole:
                category, is_error, is_missing, n_tokens, value
 ``concepts/``  snippet-level values in long form: snippet_id, kind ("type" | "category" | "global"),
                name, value, n_nodes. Absent concepts have no row (missing, not 0).
+``digest/``    per part, the categorized node values every corpus summary reads (:mod:`asc.corpus.digest`).
 
 Snippets are processed in chunks (one batched scoring call each); each chunk is written as part
-``NNNNN`` of every table, the ``snippets`` part last and every file atomically, so an interrupted run
+``NNNNN`` of every table and its digest, the ``snippets`` part last and every file atomically, so an interrupted run
 leaves only whole chunks. Running again with the same folder skips the snippets already done; a
 folder made with another model, other settings, an older format or another corpus (a done snippet missing
 from the new plan, or whose source changed) is refused with a :class:`CorpusError` saying what differs.
@@ -28,7 +29,8 @@ are public: :mod:`asc.corpus.engines` writes the same folders from Ray actors' r
 
 :func:`load_run` never fails with anything but :class:`CorpusError` naming the folder and the fix: a
 garbled meta.json, a run without a finished chunk, an unreadable Parquet part or one that lacks a column
-the tables need. :func:`run_folders` lists readable runs only; :func:`broken_runs` the others, with why.
+the tables need. :func:`load_digest` reads the per-part digests (``digest/``, :mod:`asc.corpus.digest`) that
+every corpus summary uses instead of the tables. Listing run folders is :mod:`asc.corpus.listing`.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ import numpy as np
 from asc.align import AlignOptions
 from asc.atomic import write_atomic
 from asc.concepts import GLOBAL, CategoryMap, aggregate_segments, load_categories
+from asc.corpus.digest import DIGEST, RunDigest, digest_bytes, read_digest
+from asc.corpus.listing import meta_problem, read_meta
 from asc.corpus.resume import (
     check_corpus,
     corpus_identity,
@@ -63,9 +67,8 @@ from asc.explain import Explanation, explain_scored
 from asc.models import ModelBundle
 from asc.scores import score_texts
 
-__all__ = ["TABLES", "RunData", "RunPlan", "broken_runs", "chunk_tables", "done_ids", "finish_run", "load_run", "open_run",
-           "parquet_bytes", "plan_run", "progress_bar", "read_meta", "run_corpus", "run_folders", "run_title",
-           "write_chunk"]
+__all__ = ["TABLES", "RunData", "RunPlan", "chunk_tables", "done_ids", "finish_run", "load_digest", "load_run",
+           "open_run", "parquet_bytes", "plan_run", "progress_bar", "run_corpus", "write_chunk"]
 
 log = logging.getLogger(__name__)
 TABLES = ("tokens", "nodes", "concepts", "snippets")  # write order: snippets last marks a chunk done
@@ -146,7 +149,7 @@ def done_ids(out: Path) -> tuple[dict[str, str], int]:
     """sha256 of the source per snippet id of complete chunks, and the next part number. Orphan parts of a cut
     chunk are removed."""
     done_parts = {p.stem for p in (out / "snippets").glob("part-*.parquet")}
-    for table in TABLES[:-1]:
+    for table in (*TABLES[:-1], DIGEST):
         for p in (out / table).glob("part-*.parquet"):
             if p.stem not in done_parts:
                 p.unlink()
@@ -195,7 +198,7 @@ def open_run(out: str | Path) -> Iterator[Path]:
             if fresh and not any((out / "snippets").glob("part-*.parquet")):
                 if finished:
                     log.info("no chunk finished: %s removed", out)
-                remove_unstarted(out, TABLES, created)
+                remove_unstarted(out, (*TABLES, DIGEST), created)
 
 
 def plan_run(model: dict, snippets: Sequence[Snippet], out: Path, *, corpus: str, aggregate: str,
@@ -258,12 +261,25 @@ def parquet_bytes(df: Any) -> bytes:
 
 
 def write_chunk(out: Path, part: int, tables: dict[str, Any]) -> None:
-    """Write one chunk as part ``part`` of every table, atomically, the snippets part last (marking it done).
-    ``tables`` maps each table to a DataFrame or to its :func:`parquet_bytes`."""
-    for table in TABLES:
-        data = tables[table]
-        write_atomic(out / table / f"part-{part:05d}.parquet",
-                     _bytes_writer(data if isinstance(data, bytes) else parquet_bytes(data)))
+    """Write one chunk as part ``part`` of every table and its digest (:mod:`asc.corpus.digest`), each file
+    atomically, the snippets part last (marking it done). ``tables`` maps each table to a DataFrame or to its
+    :func:`parquet_bytes`."""
+    data = {t: tables[t] if isinstance(tables[t], bytes) else parquet_bytes(tables[t]) for t in TABLES}
+    name = f"part-{part:05d}.parquet"
+    for table in TABLES[:-1]:
+        write_atomic(out / table / name, _bytes_writer(data[table]))
+    (out / DIGEST).mkdir(exist_ok=True)
+    write_atomic(out / DIGEST / name, _bytes_writer(_digest_of(data["nodes"], data["snippets"])))
+    write_atomic(out / "snippets" / name, _bytes_writer(data["snippets"]))
+
+
+def _digest_of(nodes: bytes, snippets: bytes) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    snips = pq.read_table(pa.BufferReader(snippets), columns=["id", "language"])
+    table = pq.read_table(pa.BufferReader(nodes), columns=["snippet_id", "category", "type", "value"])
+    return digest_bytes(table, [str(i) for i in snips["id"].to_pylist()], [str(x) for x in snips["language"].to_pylist()])
 
 
 def _bytes_writer(data: bytes) -> Callable[[Path], Any]:
@@ -324,16 +340,6 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
         return finish_run(plan)
 
 
-def _meta_problem(meta: dict) -> str | None:
-    """Why a parsed meta.json is not a corpus run's (None: it is)."""
-    settings = meta.get("settings")
-    if not isinstance(settings, dict):
-        return "meta.json has no settings"
-    if not isinstance(settings.get("model"), dict) or not isinstance(settings["model"].get("name"), str):
-        return "meta.json names no model"
-    return None
-
-
 def load_run(path: str | Path, tables: tuple[str, ...] = TABLES) -> RunData:
     """Read a run folder written by :func:`run_corpus` (``tables`` left out come back empty, e.g. tokens).
 
@@ -343,7 +349,7 @@ def load_run(path: str | Path, tables: tuple[str, ...] = TABLES) -> RunData:
 
     path = Path(path)
     meta = read_meta(path)
-    problem = _meta_problem(meta)
+    problem = meta_problem(meta)
     if problem:
         raise _broken(path, problem)
     done = sorted((path / "snippets").glob("part-*.parquet"))
@@ -363,83 +369,13 @@ def load_run(path: str | Path, tables: tuple[str, ...] = TABLES) -> RunData:
     return RunData(path=path, meta=meta, **frames)
 
 
-def _problem(folder: Path, required: tuple[str, ...]) -> str | None:
-    """Why ``folder`` is not a readable run (None: it is). Without ``required`` it must be a corpus run."""
-    if not (folder / "meta.json").is_file():
-        return "no meta.json"
-    try:
-        meta = read_meta(folder)
-    except CorpusError as err:  # "<folder>/meta.json cannot be read (why); the fix": keep the middle
-        return str(err).replace(f"{folder}{os.sep}", "").split("; ")[0]
-    missing = [f for f in required if not (folder / f).exists()]
-    if missing:
-        return f"{', '.join(missing)} missing"
-    if not required:
-        problem = _meta_problem(meta)
-        if problem:
-            return problem
-        if not any((folder / "snippets").glob("part-*.parquet")):
-            return "no finished snippet yet (the run failed, was stopped, or is running its first chunk)"
-    return None
-
-
-def _candidates(root: Path, required: tuple[str, ...]) -> list[Path]:
-    """Sub-folders that are or were meant to be runs: a meta.json, or (corpus runs) a snippets table."""
-    try:
-        subs = [p for p in root.iterdir() if p.is_dir()]
-    except OSError:
-        return []
-    return [p for p in subs if (p / "meta.json").exists() or (not required and (p / "snippets").is_dir())]
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return (path / "meta.json").stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def run_folders(root: str | Path, *required: str) -> list[Path]:
-    """Readable runs under ``root`` (meta.json a JSON object, every file in ``required`` present), newest first.
-
-    The one listing of run folders: corpus runs (which must also name their model and have a finished chunk),
-    and (with ``"heads.npz"``) attention runs. :func:`broken_runs` lists the others."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    found = [p for p in _candidates(root, required) if _problem(p, required) is None]
-    return sorted(found, key=_mtime, reverse=True)
-
-
-def broken_runs(root: str | Path, *required: str) -> list[tuple[Path, str]]:
-    """``(folder, reason)`` for each run folder under ``root`` that :func:`run_folders` leaves out, by name."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    found = [(p, _problem(p, required)) for p in sorted(_candidates(root, required))]
-    return [(p, reason) for p, reason in found if reason is not None]
-
-
-def read_meta(path: str | Path) -> dict:
-    """A run folder's meta.json, or CorpusError naming the folder when it is missing or not a JSON object."""
-    meta_path = Path(path) / "meta.json"
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CorpusError(f"{path} is not a run folder (no meta.json); create one with `python -m asc eval`") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-        raise CorpusError(f"{meta_path} cannot be read ({str(err)[:200]}); delete the folder and run the evaluation "
-                          "again") from None
-    if not isinstance(meta, dict):
-        raise CorpusError(f"{meta_path} is not a JSON object; delete the folder and run the evaluation again")
-    return meta
-
-
-def run_title(path: str | Path) -> str:
-    """``model · corpus · N snippets · folder`` for a run folder (from its meta.json)."""
+def load_digest(path: str | Path, previous: RunDigest | None = None) -> RunDigest:
+    """The digest (:mod:`asc.corpus.digest`) of a run folder's finished parts: what every corpus summary reads,
+    without the tables themselves. ``previous`` (the same folder's digest read before) is extended by the
+    parts added since. Any problem is a :class:`CorpusError` naming the folder and the fix."""
+    path = Path(path)
     meta = read_meta(path)
-    settings = meta["settings"] if isinstance(meta.get("settings"), dict) else {}
-    model = settings["model"] if isinstance(settings.get("model"), dict) else {}
-    done = "" if meta.get("finished") else " (incomplete)"
-    return (f"{model.get('name', '?')} · {settings.get('corpus', '?')} · "
-            f"{meta.get('n_planned', '?')} snippets{done} · {Path(path).name}")
+    problem = meta_problem(meta)
+    if problem:
+        raise _broken(path, problem)
+    return read_digest(path, meta, previous)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from asc.atomic import write_atomic
-from asc.corpus.runs import run_folders
+from asc.corpus.listing import run_folders
 from asc.device import model_device
 from asc.errors import InputError
 from probes.codesyntax.heads import HeadScorer, HeadScores, baseline_scores, split_samples, word_attention

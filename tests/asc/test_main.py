@@ -101,7 +101,9 @@ def test_cli_compare_prints_and_writes(runs, tmp_path):
     assert lines[first_row].strip().startswith("smollm2-135m")  # sorted by the global value
     assert "tiny-random minus smollm2-135m" in stdout
     written = pd.read_csv(tmp_path / "t.csv")
-    expected = summary_table([tiny, smol], CATS, n_boot=100)
+    from asc.corpus.runs import load_digest
+
+    expected = summary_table([load_digest(tiny.path), load_digest(smol.path)], CATS, n_boot=100)
     np.testing.assert_allclose(written["median"], expected["median"], equal_nan=True)
     bad = asc("compare", str(tmp_path), timeout=120)
     assert bad.returncode == 2 and "meta.json" in bad.stderr.decode()

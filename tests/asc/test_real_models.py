@@ -114,7 +114,10 @@ def test_humaneval_scope_above_natural_language(smol, tmp_path):
     snippets = load_corpus("humaneval", limit=20)
     run_corpus(smol, snippets, tmp_path / "he", corpus="humaneval", progress=False)
     run = load_run(tmp_path / "he")
-    table = category_table(run.nodes, ["Scope", "Natural Language"], n_boot=300).set_index("category")
+    from asc.corpus.runs import load_digest
+
+    assert len(run.snippets) == 20
+    table = category_table(load_digest(run.path), ["Scope", "Natural Language"], n_boot=300).set_index("category")
     assert table.loc["Scope", "median"] > table.loc["Natural Language", "median"]
     assert table.loc["Scope", "ci_low"] > table.loc["Natural Language", "ci_high"]
 

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from asc.corpus.runs import broken_runs, load_run, run_corpus, run_folders
+from asc.corpus.listing import broken_runs, run_folders
+from asc.corpus.runs import load_run, run_corpus
 from asc.errors import CorpusError
 from tests.helpers import ROOT, corpus_snippets
 
@@ -190,22 +191,24 @@ def test_runs_or_stop_with_only_broken_runs_says_how_to_get_results(good_run, tm
     assert any("No results yet" in i.value for i in at.info)
 
 
-def _newest_run_lacks_values(good_run: Path, root: Path) -> Path:
+def _newest_run_lacks_values(good_run: Path, root: Path, table: str) -> Path:
     _copy(good_run, root, "good")
     bad = _copy(good_run, root, "bad")
-    part = _first_part(bad, "nodes")
+    part = _first_part(bad, table)
     pd.read_parquet(part).drop(columns=["value"]).to_parquet(part)
     os.utime(bad / "meta.json", (2e9, 2e9))  # the newest run: preselected by the pages
     return bad
 
 
-@pytest.mark.parametrize("page", ["global_eval", "causal"])
-def test_pages_show_an_error_for_a_run_with_broken_parts(good_run, tmp_path, monkeypatch, page):
+@pytest.mark.parametrize(("page", "table"), [("global_eval", "digest"), ("causal", "concepts")])
+def test_pages_show_an_error_for_a_run_with_broken_parts(good_run, tmp_path, monkeypatch, page, table):
+    """Each page reads what it needs (Global AsC-Eval the digests, AsC-Causal the concepts), and a broken part
+    of it is an error naming the folder."""
     from tests.pages.helpers import TINY
 
     monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))
     monkeypatch.setenv("ASC_MODEL", "tiny-random")
-    bad = _newest_run_lacks_values(good_run, tmp_path)
+    bad = _newest_run_lacks_values(good_run, tmp_path, table)
     at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=120)
     at.session_state["settings"] = TINY
     at.run()

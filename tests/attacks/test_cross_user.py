@@ -127,8 +127,9 @@ def test_corpus_figures_escape_model_and_corpus_names():
     summary = pd.DataFrame({"model": [LINK], "corpus": [LINK], "category": ["Global"], "median": [0.5],
                             "ci_low": [0.4], "ci_high": [0.6], "n_nodes": [10]})
     assert not _raw_html(category_bars(summary))
-    nodes = pd.DataFrame({"value": [0.5, 0.6], "category": ["Scope", "Scope"]})
-    assert not _raw_html(value_distribution({LINK: nodes}))
+    boxes = pd.DataFrame({"model": [LINK], "n": [2], "mean": [0.55], "min": [0.5], "q1": [0.52], "median": [0.55],
+                          "q3": [0.58], "max": [0.6], "lowerfence": [0.5], "upperfence": [0.6]})
+    assert not _raw_html(value_distribution(boxes))
     types = pd.DataFrame({"model": [LINK], "category": ["Scope"], "type": ["block"], "nodes": [3], "median": [0.5],
                           "snippets": [1]})
     assert not _raw_html(concept_treemap(types))

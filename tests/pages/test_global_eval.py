@@ -22,7 +22,8 @@ def test_global_page_without_results_says_how_to_get_them(monkeypatch, tmp_path)
 
 @pytest.mark.real
 def test_global_page_numbers_equal_backend(monkeypatch, runs_dir):
-    from asc import load_categories, load_run
+    from asc import load_categories
+    from asc.corpus.runs import load_digest
     from asc.corpus.summary import summary_table, wide_table
 
     monkeypatch.setenv("ASC_RUNS_DIR", str(runs_dir))
@@ -31,7 +32,7 @@ def test_global_page_numbers_equal_backend(monkeypatch, runs_dir):
     assert not at.exception and not at.error
     assert len(at.multiselect(key="results").value) == 2  # newest run per model preselected
     shown = at.dataframe[0].value
-    runs = [load_run(runs_dir / name) for name in ("smol", "tiny")]
+    runs = [load_digest(runs_dir / name) for name in ("smol", "tiny")]
     expected = wide_table(summary_table(runs, load_categories("python").categories, n_boot=500, seed=0))
     assert list(shown["model"]) == list(expected["model"]) == ["smollm2-135m", "tiny-random"]
     np.testing.assert_allclose(shown["Global"].to_numpy(float), expected["Global"].to_numpy(float))

@@ -1,0 +1,110 @@
+"""Which folders under a results root are runs, and what their meta.json says.
+
+:func:`run_folders` is the one listing of run folders (corpus runs, and with ``"heads.npz"`` attention runs),
+newest first, readable ones only; :func:`broken_runs` lists the others with why, so pages can say which
+folder to delete. :func:`read_meta` reads a meta.json or raises a :class:`CorpusError` naming the folder and
+the fix; :func:`meta_problem` says why a parsed one is not a corpus run's; :func:`run_title` is a run's
+one-line name in pickers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from asc.errors import CorpusError
+
+__all__ = ["broken_runs", "meta_problem", "read_meta", "run_folders", "run_title"]
+
+
+def meta_problem(meta: dict) -> str | None:
+    """Why a parsed meta.json is not a corpus run's (None: it is)."""
+    settings = meta.get("settings")
+    if not isinstance(settings, dict):
+        return "meta.json has no settings"
+    if not isinstance(settings.get("model"), dict) or not isinstance(settings["model"].get("name"), str):
+        return "meta.json names no model"
+    return None
+
+
+def _problem(folder: Path, required: tuple[str, ...]) -> str | None:
+    """Why ``folder`` is not a readable run (None: it is). Without ``required`` it must be a corpus run."""
+    if not (folder / "meta.json").is_file():
+        return "no meta.json"
+    try:
+        meta = read_meta(folder)
+    except CorpusError as err:  # "<folder>/meta.json cannot be read (why); the fix": keep the middle
+        return str(err).replace(f"{folder}{os.sep}", "").split("; ")[0]
+    missing = [f for f in required if not (folder / f).exists()]
+    if missing:
+        return f"{', '.join(missing)} missing"
+    if not required:
+        problem = meta_problem(meta)
+        if problem:
+            return problem
+        if not any((folder / "snippets").glob("part-*.parquet")):
+            return "no finished snippet yet (the run failed, was stopped, or is running its first chunk)"
+    return None
+
+
+def _candidates(root: Path, required: tuple[str, ...]) -> list[Path]:
+    """Sub-folders that are or were meant to be runs: a meta.json, or (corpus runs) a snippets table."""
+    try:
+        subs = [p for p in root.iterdir() if p.is_dir()]
+    except OSError:
+        return []
+    return [p for p in subs if (p / "meta.json").exists() or (not required and (p / "snippets").is_dir())]
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return (path / "meta.json").stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def run_folders(root: str | Path, *required: str) -> list[Path]:
+    """Readable runs under ``root`` (meta.json a JSON object, every file in ``required`` present), newest first.
+
+    The one listing of run folders: corpus runs (which must also name their model and have a finished chunk),
+    and (with ``"heads.npz"``) attention runs. :func:`broken_runs` lists the others."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = [p for p in _candidates(root, required) if _problem(p, required) is None]
+    return sorted(found, key=_mtime, reverse=True)
+
+
+def broken_runs(root: str | Path, *required: str) -> list[tuple[Path, str]]:
+    """``(folder, reason)`` for each run folder under ``root`` that :func:`run_folders` leaves out, by name."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = [(p, _problem(p, required)) for p in sorted(_candidates(root, required))]
+    return [(p, reason) for p, reason in found if reason is not None]
+
+
+def read_meta(path: str | Path) -> dict:
+    """A run folder's meta.json, or CorpusError naming the folder when it is missing or not a JSON object."""
+    meta_path = Path(path) / "meta.json"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CorpusError(f"{path} is not a run folder (no meta.json); create one with `python -m asc eval`") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise CorpusError(f"{meta_path} cannot be read ({str(err)[:200]}); delete the folder and run the evaluation "
+                          "again") from None
+    if not isinstance(meta, dict):
+        raise CorpusError(f"{meta_path} is not a JSON object; delete the folder and run the evaluation again")
+    return meta
+
+
+def run_title(path: str | Path) -> str:
+    """``model · corpus · N snippets · folder`` for a run folder (from its meta.json)."""
+    meta = read_meta(path)
+    settings = meta["settings"] if isinstance(meta.get("settings"), dict) else {}
+    model = settings["model"] if isinstance(settings.get("model"), dict) else {}
+    done = "" if meta.get("finished") else " (incomplete)"
+    return (f"{model.get('name', '?')} · {settings.get('corpus', '?')} · "
+            f"{meta.get('n_planned', '?')} snippets{done} · {Path(path).name}")
