@@ -128,10 +128,9 @@ def snippet_weights(n_snippets: int, n_boot: int, seed: int = 0, block: int | No
     done = 0
     while done < n_boot:
         b = min(per_block, n_boot - done)
-        idx = np.stack([rng.integers(0, n_snippets, size=n_snippets) for _ in range(b)])
-        idx += (np.arange(b, dtype=np.int64) * n_snippets)[:, None]
-        counts = np.bincount(idx.ravel(), minlength=b * n_snippets).reshape(b, n_snippets)
-        yield np.ascontiguousarray(counts.T, dtype=np.float64)
+        idx = rng.integers(0, n_snippets, size=(b, n_snippets))  # the same stream as b draws of n_snippets
+        flat = idx * b + np.arange(b)[:, None]  # snippet-major: the counts come out as (n_snippets, b) directly
+        yield np.bincount(flat.ravel(), minlength=n_snippets * b).reshape(n_snippets, b).astype(np.float64)
         done += b
 
 
@@ -141,49 +140,67 @@ def cluster_bootstrap(snippet: np.ndarray, bins: np.ndarray, groups: np.ndarray,
     (snippet position in 0..n_snippets-1, value bin, group in 0..n_groups-1). With ``total`` a last group
     pools every node (Table I's Global). Returns n_groups (+1) columns.
 
-    Only the bins near each group's median are resolved: bins whose cumulative share lies outside
-    0.5 +- ``delta`` are pooled into one "below" and one "above" column per group, which shrinks the matrix
-    product and the histograms; a resample whose median falls in a pooled column would be wrong, so then
-    ``delta`` doubles and the resamples are drawn again (same seed): the result is exact in every case."""
+    Only the bins near each group's median are resolved: the nodes whose bin lies inside a window (cumulative
+    share 0.5 +- ``delta``) form a sparse (bin, snippet) matrix; per snippet, the nodes below the window and
+    all nodes are two dense columns (a BLAS product). A resample whose median falls outside its window would
+    be wrong, so then that ``delta`` doubles and the resamples are drawn again (same seed): the result is
+    exact in every case."""
     _check(n_boot, ci)
     snippet = snippet.astype(np.int64)
     groups = groups.astype(np.int64)
     n_snippets = max(n_snippets, 1)
-    if total:  # every node once more, in the pooled group
-        snippet = np.concatenate([snippet, snippet])
-        bins = np.concatenate([bins, bins])
-        groups = np.concatenate([groups, np.full(len(groups) // 1, n_groups)])[: len(snippet)]
     k = n_groups + (1 if total else 0)
-    hist = histograms(bins, groups, k)
-    present = np.bincount(groups * n_snippets + snippet, minlength=k * n_snippets).reshape(k, n_snippets) > 0
-    delta = np.minimum(0.5, 8 / np.sqrt(np.maximum(present.sum(axis=1), 1)))
+    hist = histograms(bins, groups, n_groups)
+    per_snippet = np.bincount(snippet * k + groups, minlength=n_snippets * k).reshape(n_snippets, k).astype(float)
+    if total:
+        hist = np.vstack([hist, hist.sum(axis=0, keepdims=True)])
+        per_snippet[:, -1] = per_snippet[:, :-1].sum(axis=1)
+    delta = np.minimum(0.5, 8 / np.sqrt(np.maximum((per_snippet > 0).sum(axis=0), 1)))
     while True:
-        draws, pooled = _cluster_draws(snippet, bins, groups, hist, delta, n_snippets, n_boot, seed)
-        if not pooled.any():
+        draws, outside = _cluster_draws(snippet, bins, groups, hist, per_snippet, delta, n_boot, seed, total)
+        if not outside.any():
             return _summarize(draws, ci)
-        delta = np.where(pooled, np.minimum(0.5, delta * 2), delta)
+        delta = np.where(outside, np.minimum(0.5, delta * 2), delta)
 
 
-def _cluster_draws(snippet: np.ndarray, bins: np.ndarray, groups: np.ndarray, hist: np.ndarray, delta: np.ndarray,
-                   n_snippets: int, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Median bins (n_boot, k) of the resamples with windows 0.5 +- delta, and which groups hit a pooled column."""
+def _cluster_draws(snippet: np.ndarray, bins: np.ndarray, groups: np.ndarray, hist: np.ndarray,
+                   per_snippet: np.ndarray, delta: np.ndarray, n_boot: int, seed: int,
+                   total: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Median bins (n_boot, k) of the resamples with windows 0.5 +- delta, and which groups' medians fell
+    outside their window."""
     import scipy.sparse as sp
 
-    n = hist.sum(axis=1)
-    share = np.cumsum(hist, axis=1) / np.maximum(n, 1)[:, None]
+    n_snippets, k = per_snippet.shape
+    share = np.cumsum(hist, axis=1) / np.maximum(hist.sum(axis=1), 1)[:, None]
     full = delta >= 0.5
     lo = np.where(full, 0, np.argmax(share >= (0.5 - delta)[:, None], axis=1))
     hi = np.where(full, N_BINS - 1, np.argmax(share >= (0.5 + delta)[:, None], axis=1))
-    width = hi - lo + 3  # below, the window, above
+    width = hi - lo + 1
     start = np.concatenate([[0], np.cumsum(width)[:-1]])
-    col = start[groups] + 1 + np.clip(bins - lo[groups], -1, width[groups] - 2)
-    counts = sp.csr_matrix((np.ones(len(col)), (col, snippet)), shape=(int(width.sum()), n_snippets))
+    below = np.zeros((n_snippets, k))
+    rows, cols = [], []
+    for g in range(k):  # the last group (total) takes every node
+        sel = slice(None) if total and g == k - 1 else groups == g
+        s, b = snippet[sel], bins[sel]
+        below[:, g] = np.bincount(s[b < lo[g]], minlength=n_snippets)
+        inside = (b >= lo[g]) & (b <= hi[g])
+        rows.append(start[g] + b[inside] - lo[g])
+        cols.append(s[inside])
+    row, col = np.concatenate(rows), np.concatenate(cols)
+    window = sp.csr_matrix((np.ones(len(row)), (row, col)), shape=(int(width.sum()), n_snippets))
     per_block = max(1, _BLOCK_CELLS // int(width.sum()))
-    parts = []
+    parts, outside = [], np.zeros(k, dtype=bool)
     for weights in snippet_weights(n_snippets, n_boot, seed, per_block):
-        weighted = np.asarray(counts @ weights)  # (columns, b)
-        parts.append(np.stack([lower_median_bins(weighted[s : s + w], axis=0) for s, w in zip(start, width)], axis=1))
-    at = np.concatenate(parts)  # (n_boot, k) column within each group's block, -1 when empty
-    pooled = ((at == 0) | (at == width - 1)) & (n > 0)
-    draws = np.where(at >= 0, at - 1 + lo, -1)
-    return draws, pooled.any(axis=0)
+        inside_w = np.asarray(window @ weights)  # (window bins, b)
+        below_w, total_w = weights.T @ below, weights.T @ per_snippet  # (b, k) each
+        target = np.ceil(total_w / 2)
+        block = np.full((weights.shape[1], k), -1, dtype=np.int64)
+        for g in range(k):
+            cum = below_w[:, g] + np.cumsum(inside_w[start[g] : start[g] + width[g]], axis=0)  # (width, b)
+            reached = cum >= np.maximum(target[:, g], 1e-300)
+            found = reached.any(axis=0)
+            has = total_w[:, g] > 0
+            outside[g] |= bool((has & ((below_w[:, g] >= target[:, g]) | ~found)).any())
+            block[:, g] = np.where(has, lo[g] + np.argmax(reached, axis=0), -1)
+        parts.append(block)
+    return np.concatenate(parts), outside
