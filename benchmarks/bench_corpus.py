@@ -141,15 +141,15 @@ def main() -> None:
                 results.setdefault("global page (first render)", {})[n] = (render, peak)
                 print(f"{n:>9,}  {'global page (first render)':<30} {fmt(render, peak)}  (imports {imports:.1f} s, "
                       f"process {wall:.1f} s)")
-        largest = max(n for n in sizes if n <= 100_000)
-        if "ten" not in skip:
+        largest = max((n for n in sizes if n <= 100_000), default=0)
+        if "ten" not in skip and largest:
             src = work / f"runs-{largest}" / "run"
             copies = [renamed_copy(src, work / f"ten-{largest}" / f"model-{k}", f"model-{k}") if not
                       (work / f"ten-{largest}" / f"model-{k}").exists() else work / f"ten-{largest}" / f"model-{k}"
                       for k in range(10)]
             wall, peak, _ = measured(["compare", *map(str, copies), "--n-boot", "500"])
             print(f"\nten models x {largest:,} snippets, compare side by side: {fmt(wall, peak)} (target <= 30 s)")
-        if len(sizes) >= 2:
+        if len(sizes) >= 2 and largest:
             small, big = min(sizes), largest
             print(f"\ngrowth {small:,} -> {big:,} snippets (x{big / small:.0f} data):")
             for name, by_size in results.items():

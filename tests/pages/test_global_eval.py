@@ -64,3 +64,29 @@ def test_global_page_starts_a_background_run(monkeypatch, tmp_path):
     assert not at.exception
     assert any(t.value == "AsC-Eval per model (Table I)" for t in at.subheader)
     assert at.dataframe[0].value["snippets"].tolist() == [5]
+
+
+@pytest.mark.slow
+def test_global_page_opens_a_100000_snippet_run(monkeypatch, tmp_path, tiny):
+    """Issue 16's scale: a real tiny-model run of 20 HumanEval functions copied to 100,000 snippets (the
+    benchmark's way, benchmarks/synthetic_runs.py). The page reads the digests, not the tables: Table I,
+    the distribution and the node types render, and Table I equals the backend's on the same digest."""
+    from asc import load_categories, load_corpus, run_corpus
+    from asc.corpus.runs import load_digest
+    from asc.corpus.summary import summary_table, wide_table
+    from benchmarks.synthetic_runs import make_run
+
+    run_corpus(tiny, load_corpus("humaneval", limit=20), tmp_path / "base", corpus="humaneval", progress=False)
+    big = make_run(tmp_path / "base", 100_000, tmp_path / "runs" / "big", part_size=2000)
+    monkeypatch.setenv("ASC_RUNS_DIR", str(big.parent))
+    at = AppTest.from_file(GLOBAL_PAGE, default_timeout=300)
+    at.run()
+    assert not at.exception and not at.error
+    shown = at.dataframe[0].value
+    assert list(shown["snippets"]) == [100_000]
+    digest = load_digest(big)
+    assert digest.n_snippets == 100_000 and digest.n_nodes > 1_000_000
+    expected = wide_table(summary_table([digest], load_categories("python").categories, n_boot=500, seed=0))
+    np.testing.assert_allclose(shown["Global"].to_numpy(float), expected["Global"].to_numpy(float))
+    box = next(c for c in charts(at) if c["data"] and c["data"][0].get("type") == "box")
+    assert box["data"][0]["q1"][0] <= box["data"][0]["median"][0] <= box["data"][0]["q3"][0]
