@@ -1,5 +1,5 @@
-"""Command line: ``python -m probes layers ...`` (INSPECT layer probes) and ``python -m probes attention ...``
-(CodeSyntax attention heads); ``--help`` on each command.
+"""Command line: ``python -m probes layers ...`` (INSPECT layer probes), ``python -m probes attention ...``
+(CodeSyntax attention heads) and ``python -m probes gluecode ...`` (glueCode tasks); ``--help`` on each.
 
 Errors the user can fix (unknown model, task or corpus, malformed task file) exit with status 2 and
 one line on stderr; ``--debug`` shows the traceback of unexpected failures.
@@ -66,6 +66,49 @@ def cmd_attention(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gluecode(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from probes.gluecode.items import CONTEXTS, TASKS
+    from probes.gluecode.runs import build_or_load, load_predictions, run_gluecode, table2
+    from probes.gluecode.zeroshot import accuracy_table, baselines
+
+    tasks = list(TASKS) if args.tasks in ("", "all") else [t.strip().upper() for t in args.tasks.split(",")]
+    contexts = [c.strip() for c in args.context.split(",")]
+    wrong = [c for c in contexts if c not in CONTEXTS]
+    if wrong:
+        from asc.errors import InputError
+
+        raise InputError(f"--context {', '.join(wrong)}: choose among {', '.join(CONTEXTS)}")
+    out = Path(args.out)
+    update, close = stage_bar("building tasks", args.quiet)
+    try:
+        items = build_or_load(out, args.corpus, tasks, args.size, args.seed)
+    finally:
+        close()
+    for task, task_items in items.items():
+        print(f"{task}: {len(task_items)} items ({sum(it.split == 'test' for it in task_items)} test)")
+    for spec in args.model or []:
+        bundle = load_bundle(args, spec)
+        update, close = stage_bar(bundle.name, args.quiet)
+        try:
+            run_gluecode(bundle, items, out, corpus=args.corpus, contexts=contexts, on_progress=update)
+        finally:
+            close()
+    predictions = [p for p in load_predictions(out) if p.task in items]
+    if predictions:
+        table = table2(accuracy_table(predictions, seed=args.seed))
+        with pd.option_context("display.width", 200, "display.max_columns", None):
+            print("\nglueCode on Python, zero-shot (test split; NAME: char-BLEU of the generated name; others: "
+                  "accuracy / exact match), beside the paper's Table 2 (Java, fine-tuned):\n")
+            print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-"))
+    all_items = [it for task_items in items.values() for it in task_items]
+    print("\nTrivial baselines (fitted on dev, scored on test):")
+    print(baselines(all_items, seed=args.seed).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"\ntasks and predictions under {out}; NullToken labels mean 'the type checker warns here', not proven bugs")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m probes", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -98,6 +141,19 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_attention)
+    p = sub.add_parser("gluecode", help="glueCode: five tasks from local to global, zero-shot, at three context "
+                       "levels (resumable)")
+    p.add_argument("--model", action="append", default=None,
+                   help="embedded name, folder, .gguf or hub id; repeatable (none: build the tasks only)")
+    p.add_argument("--tasks", default="all", help="all, or comma-separated among NPATH,OPS,NAME,CALL,NULL")
+    p.add_argument("--corpus", default="stdlib", help="stdlib, algorithms, humaneval, a folder or .jsonl")
+    p.add_argument("--context", default="function,file,callgraph", help="context levels, comma-separated")
+    p.add_argument("--size", type=int, default=1000, help="items per task (dev and test together)")
+    p.add_argument("--seed", type=int, default=0, help="item sampling and bootstrap seed")
+    p.add_argument("--out", required=True, help="run folder (tasks and predictions are resumed from it)")
+    add_model_options(p)
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_gluecode)
     for q in sub.choices.values():
         q.add_argument("-v", "--verbose", action="store_true", help="log progress details")
         q.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")

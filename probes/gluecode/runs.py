@@ -1,0 +1,170 @@
+"""Resumable glueCode runs: task sets built once per corpus, predictions per model x task x context on disk.
+
+A run folder (``--out``, e.g. ``runs/gluecode``) holds
+
+``tasks/<corpus>/<TASK>.jsonl``           the task set (:mod:`probes.gluecode.items` format), built once per
+                                          corpus, size and seed (the header's provenance says which)
+``<model>/<corpus>/<TASK>-<context>.jsonl``  one :class:`~probes.gluecode.zeroshot.Prediction` per line
+
+Predictions are written after every chunk of items, atomically (the whole file rewritten: at most a few
+thousand lines); running again skips the items already answered, so a stopped run resumes where it
+stopped. :func:`load_predictions` reads every prediction under a folder; :func:`table2` pivots the accuracy
+table (:func:`probes.gluecode.zeroshot.accuracy_table`) to the paper's Table 2 layout, one row per model and
+context level, with the paper's five trained baselines (:data:`PAPER_TABLE2`) and our trivial ones beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from asc.atomic import write_atomic
+from asc.errors import InputError
+from asc.models import ModelBundle
+from probes.gluecode.items import CONTEXTS, TASKS, Item, load_items, save_items
+
+__all__ = ["PAPER_TABLE2", "TASK_METRIC", "build_or_load", "build_task", "load_predictions", "prediction_file",
+           "run_gluecode", "table2", "task_file"]
+
+# glueCode Table 2 (Java, models fine-tuned on each task): NPath, Operators, Naming (char-BLEU), Completion,
+# NullToken
+PAPER_TABLE2 = {
+    "MLP": (0.326, 0.357, 0.169, 0.288, 0.344),
+    "BiLSTM": (0.372, 0.465, 0.221, 0.480, 0.316),
+    "CNN": (0.331, 0.297, 0.194, 0.451, 0.296),
+    "Seq2Seq/Seq2Tok": (0.543, 0.368, 0.262, 0.524, 0.228),
+    "Transformer (CodeBERTa)": (0.747, 0.782, 0.389, 0.534, 0.239),
+}
+TASK_METRIC = {"NPATH": "accuracy", "OPS": "accuracy", "NAME": "char-BLEU", "CALL": "exact match",
+               "NULL": "exact match"}
+_CHUNK = 32  # items answered between two writes
+
+
+def _safe(name: str) -> str:
+    """A model or corpus name as a folder name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "unnamed"
+
+
+def task_file(out: str | Path, corpus: str, task: str) -> Path:
+    return Path(out) / "tasks" / _safe(corpus) / f"{task}.jsonl"
+
+
+def prediction_file(out: str | Path, model: str, corpus: str, task: str, context: str) -> Path:
+    return Path(out) / _safe(model) / _safe(corpus) / f"{task}-{context}.jsonl"
+
+
+def _read_predictions(path: Path) -> list[Any]:
+    from probes.gluecode.zeroshot import Prediction
+
+    if not path.is_file():
+        return []
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            row = json.loads(line)
+            row["candidates"], row["logliks"] = tuple(row.get("candidates", ())), tuple(row.get("logliks", ()))
+            out.append(Prediction(**row))
+        except (json.JSONDecodeError, TypeError) as err:
+            raise InputError(f"{path}, line {n}: not a prediction ({err}); delete the file to answer its items "
+                             "again") from None
+    return out
+
+
+def _write_predictions(path: Path, predictions: Sequence[Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(asdict(p), ensure_ascii=False) + "\n" for p in predictions)
+    write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def run_gluecode(bundle: ModelBundle, items: dict[str, list[Item]], out: str | Path, *, corpus: str,
+                 contexts: Sequence[str] = CONTEXTS, split: str = "test",
+                 on_progress: Callable[[str, int, int], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None, **predict_args: Any) -> Path:
+    """Answer the ``split`` items of every task in ``items`` at every level in ``contexts`` with ``bundle``,
+    extending the prediction files under ``out`` (items already answered are skipped). ``on_progress(stage,
+    done, total)`` counts the items of each stage (``"OPS file"``: a task at a level), as the other probes'
+    runs do; ``should_stop()`` ends the run between chunks."""
+    from probes.gluecode.zeroshot import predict
+
+    bad = [c for c in contexts if c not in CONTEXTS]
+    if bad or not contexts:
+        raise InputError(f"contexts {list(contexts)!r}: choose among {', '.join(CONTEXTS)}")
+    plan = []
+    for task, task_items in items.items():
+        chosen = [it for it in task_items if it.split == split]
+        for level in contexts:
+            path = prediction_file(out, bundle.name, corpus, task, level)
+            have = _read_predictions(path)
+            answered = {p.item_id for p in have}
+            plan.append((task, level, path, have, [it for it in chosen if it.id not in answered]))
+    for task, level, path, have, todo in plan:
+        for lo in range(0, len(todo), _CHUNK):
+            if should_stop is not None and should_stop():
+                return Path(out)
+            have = have + predict(bundle, todo[lo : lo + _CHUNK], level, **predict_args)
+            _write_predictions(path, have)
+            if on_progress is not None:
+                on_progress(f"{task} {level}", min(lo + _CHUNK, len(todo)), len(todo))
+    return Path(out)
+
+
+def load_predictions(out: str | Path) -> list[Any]:
+    """Every prediction under ``out`` (all models, corpora, tasks and levels)."""
+    root = Path(out)
+    files = [p for p in root.glob("*/*/*-*.jsonl") if p.parts[-3] != "tasks"]
+    return [p for f in sorted(files) for p in _read_predictions(f)]
+
+
+def build_task(task: str, corpus: str, size: int, seed: int) -> tuple[list[Item], dict]:
+    """Build one task set and its provenance: NULL from the type checker (:mod:`probes.gluecode.nulltoken`),
+    the others from the corpus's functions (:mod:`probes.gluecode.build`)."""
+    if task == "NULL":
+        from probes.gluecode.nulltoken import null_items
+
+        return null_items(corpus, size=size, seed=seed)
+    from probes.gluecode.build import build_items, build_provenance
+
+    report: dict = {}
+    items = build_items(task, corpus, size=size, seed=seed, report=report)
+    return items, build_provenance(task, corpus, items, size=size, seed=seed, report=report)
+
+
+def build_or_load(out: str | Path, corpus: str, tasks: Sequence[str], size: int, seed: int,
+                  builder: Callable[[str, str, int, int], tuple[list[Item], dict]] = build_task
+                  ) -> dict[str, list[Item]]:
+    """The task sets of ``corpus`` under ``out``: read when built with the same size and seed, else built with
+    ``builder(task, corpus, size, seed) -> (items, provenance)`` and written."""
+    wrong = [t for t in tasks if t not in TASKS]
+    if wrong:
+        raise InputError(f"tasks {', '.join(wrong)}: choose among {', '.join(TASKS)} (or all)")
+    out_items = {}
+    for task in tasks:
+        path = task_file(out, corpus, task)
+        if path.is_file():
+            header, items = load_items(path)
+            prov = header.get("provenance", {})
+            if prov.get("size") == size and prov.get("seed") == seed:
+                out_items[task] = items
+                continue
+        items, provenance = builder(task, corpus, size, seed)
+        save_items(path, task, items, {**provenance, "corpus": corpus, "size": size, "seed": seed})
+        out_items[task] = items
+    return out_items
+
+
+def table2(accuracy: Any) -> Any:
+    """Table 2's layout from :func:`probes.gluecode.zeroshot.accuracy_table` rows: one row per (model, context),
+    a column per task (NAME: the generated name's char-BLEU; OPS: all 12 candidates), then the paper's rows."""
+    import pandas as pd
+
+    main = accuracy[(accuracy["metric"].isin(["accuracy", "char-BLEU", "exact match"]))
+                    & ((accuracy["task"] != "NAME") | (accuracy["mode"] == "generate"))]
+    wide = main.pivot_table(index=["model", "context"], columns="task", values="value", aggfunc="first")
+    wide = wide.reindex(columns=[t for t in TASKS if t in wide.columns]).reset_index()
+    paper = pd.DataFrame([{"model": f"paper: {name}", "context": "function (Java, fine-tuned)",
+                           **dict(zip(TASKS, values))} for name, values in PAPER_TABLE2.items()])
+    return pd.concat([wide, paper], ignore_index=True)
