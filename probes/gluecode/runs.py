@@ -167,4 +167,5 @@ def table2(accuracy: Any) -> Any:
     wide = wide.reindex(columns=[t for t in TASKS if t in wide.columns]).reset_index()
     paper = pd.DataFrame([{"model": f"paper: {name}", "context": "function (Java, fine-tuned)",
                            **dict(zip(TASKS, values))} for name, values in PAPER_TABLE2.items()])
-    return pd.concat([wide, paper], ignore_index=True)
+    table = pd.concat([wide, paper], ignore_index=True)
+    return table[["model", "context", *[t for t in TASKS if t in table.columns]]]

@@ -1,4 +1,4 @@
-"""The command line ``python -m probes layers|attention`` (probes/__main__.py): reports, and one-line errors."""
+"""The command line ``python -m probes layers|attention|gluecode`` (probes/__main__.py): reports, one-line errors."""
 
 import json
 
@@ -30,3 +30,17 @@ def test_cli_attention(tmp_path, capsys):
     assert main(["attention", "--model", "tiny-random", "--corpus", "nowhere", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: unknown corpus 'nowhere'")
+
+
+def test_cli_gluecode_builds_runs_and_prints_table2(tmp_path, capsys):
+    out = tmp_path / "g"
+    code = main(["gluecode", "--model", "tiny-random", "--tasks", "OPS", "--corpus", "algorithms", "--size", "24",
+                 "--context", "function", "--out", str(out), "--quiet"])
+    text = capsys.readouterr().out
+    assert code == 0 and "OPS: 24 items" in text
+    assert "paper: Transformer (CodeBERTa)" in text and "most frequent operator" in text
+    assert (out / "tasks" / "algorithms" / "OPS.jsonl").is_file()
+    assert (out / "tiny-random" / "algorithms" / "OPS-function.jsonl").is_file()
+    assert main(["gluecode", "--tasks", "OPS", "--context", "global", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "function, file, callgraph" in err
