@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -138,6 +139,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refute_sample(text: str) -> int | None:
+    """argparse type of ``--refute-sample``: a count, or ``all`` (None); asc.causal checks the minimum."""
+    return None if text.strip().lower() == "all" else positive_int(text)
+
+
 def cmd_causal(args: argparse.Namespace) -> int:
     from asc.causal import causal_table, snippet_table, treatments_of
     from asc.corpus.runs import load_run
@@ -152,7 +158,8 @@ def cmd_causal(args: argparse.Namespace) -> int:
 
         bar = tqdm(total=len(treatments), unit="treatment", desc="AsC-Causal", file=sys.stderr)
     result = causal_table(table, treatments, min_snippets=args.min_snippets, seed=args.seed,
-                          simulations=args.simulations, on_progress=(lambda d, t: bar.update(1)) if bar else None)
+                          simulations=args.simulations, on_progress=(lambda d, t: bar.update(1)) if bar else None,
+                          refute_sample=args.refute_sample, jobs=args.jobs)
     if bar is not None:
         bar.close()
     out = write_table(result, Path(args.out))
@@ -223,7 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output table (.csv or .json)")
     p.add_argument("--min-snippets", type=int, default=30, help="fewer snippets with a treatment: 'not enough data'")
     p.add_argument("--simulations", type=int, default=50, help="simulations per refuter")
-    p.add_argument("--seed", type=int, default=0, help="seed of the refuters")
+    p.add_argument("--seed", type=int, default=0, help="seed of the refuters and of their subsample")
+    p.add_argument("--refute-sample", type=_refute_sample, default=5000, metavar="N|all",
+                   help="refuters run on a seeded subsample of N snippets per concept when it has more (the "
+                   "estimates always use all); 'all': every snippet (default 5000; README, AsC-Causal at scale)")
+    p.add_argument("--jobs", type=positive_int, default=min(4, os.cpu_count() or 1),
+                   help="worker processes, one concept each (default: one per CPU core, at most 4); same results")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_causal)
     return parser

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from asc.causal import CONFOUNDERS
+from asc.causal import CONFOUNDERS, REFUTE_SAMPLE
 from asc.corpus.jobs import JobKind
 from asc.export import csv_text
 from asc.viz import causal_graph_figure, figure_html, treatment_scatter
@@ -67,7 +67,8 @@ st.dataframe(view, hide_index=True, width="stretch",
 st.caption("r: Pearson correlation of the treatment with each confounder and with the loss; ATE: change of the "
            "loss (nats/token) when the concept's value goes from 0 to 1, with its 95% interval. Verdicts: placebo "
            "(treatment permuted) should give ~0; a random common cause and random 80% subsets should leave the "
-           "effect unchanged.")
+           f"effect unchanged. For a concept in more than {REFUTE_SAMPLE:,} snippets the refuters check the effect "
+           "re-estimated on a seeded subsample of that size (refute_n, refute_ate); the ATE uses every snippet.")
 
 g1, g2 = st.columns(2)
 graph = causal_graph_figure()

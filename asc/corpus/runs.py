@@ -6,7 +6,8 @@ ids and the sha256 of their sources, with the digest over them), a ``.lock`` fil
 folder of Parquet parts that ``pandas.read_parquet(folder)`` reads whole:
 
 ``snippets/``  one row per snippet: id, origin, name, language, n_tokens, n_nodes, ast_levels,
-               has_error, loss (mean cross-entropy, nats/token), n_windows, source
+               has_error, loss (mean cross-entropy, nats/token), n_windows, complexity (McCabe, as lizard counts
+               it: :mod:`asc.complexity`; AsC-Causal's confounder, absent in runs written before it), source
 ``tokens/``    one row per token: snippet_id, index, text, start, end, special, prob, logprob,
                entropy, rank, top_text (list), top_prob (list)
 ``nodes/``     one row per AST node: snippet_id, id, type, named, start, end, parent, depth,
@@ -50,6 +51,7 @@ import numpy as np
 
 from asc.align import AlignOptions
 from asc.atomic import write_atomic
+from asc.complexity import complexity_of_tree
 from asc.concepts import GLOBAL, CategoryMap, aggregate_segments, load_categories
 from asc.corpus.digest import DIGEST, RunDigest, digest_bytes, read_digest
 from asc.corpus.listing import meta_problem, read_meta
@@ -116,7 +118,7 @@ def _frames(snip: Snippet, ex: Explanation, cmap: CategoryMap, aggregate: str) -
     snippets = pd.DataFrame([{
         "id": snip.id, "origin": snip.origin, "name": snip.name, "language": snip.language, "line": snip.line,
         "n_tokens": s.n_tokens, "n_nodes": t.n_nodes, "ast_levels": t.n_levels, "has_error": t.has_error,
-        "loss": s.loss, "n_windows": s.n_windows, "source": snip.source,
+        "loss": s.loss, "n_windows": s.n_windows, "complexity": complexity_of_tree(t), "source": snip.source,
     }])
     return {"tokens": tok, "nodes": nodes, "concepts": concepts, "snippets": snippets}
 

@@ -3,14 +3,18 @@
 The Causal page is tested in tests/pages/test_causal.py."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from asc import load_categories, load_corpus, load_model, load_run, run_corpus
+from asc.__main__ import build_parser
 from asc.causal import (
     CONFOUNDERS,
+    MIN_REFUTE_SAMPLE,
+    REFUTE_SAMPLE,
     causal_graph,
     causal_table,
     cyclomatic_complexity,
@@ -19,6 +23,8 @@ from asc.causal import (
     treatments_of,
 )
 from asc.concepts import GLOBAL
+from asc.corpus.runs import RunData
+from asc.errors import InputError
 from tests.helpers import run_module
 
 TRUE_EFFECT = -2.0
@@ -124,3 +130,132 @@ def test_real_run_global_value_lowers_the_loss(he100, tmp_path):
     assert written.loc[GLOBAL, "ate"] == pytest.approx(glob["ate"])
     assert written.loc[GLOBAL, "placebo_effect"] == pytest.approx(glob["placebo_effect"])
     assert "Global" in out.stdout.decode()
+
+
+# ------------------------------------------------------------------------------------ scale: subsample and workers
+
+REFUTED = ["placebo_effect", "placebo_p", "placebo", "random_cause_effect", "random_cause_p", "random_cause",
+           "subset_effect", "subset_p", "subset"]
+
+
+def test_data_smaller_than_the_subsample_is_refuted_whole_as_before():
+    data = _synthetic(n=300)
+    whole = estimate(data, "T", simulations=10, refute_sample=None)
+    same = estimate(data, "T", simulations=10, refute_sample=300)
+    assert same == whole  # every key, refuter effects and verdicts included
+    assert whole["refute_n"] == whole["n"] == 300 and whole["refute_ate"] == whole["ate"]
+
+
+def test_refuters_run_on_the_documented_seeded_subsample():
+    data = _synthetic(n=1000)
+    res = estimate(data, "T", simulations=10, refute_sample=200, seed=3)
+    full = estimate(data, "T", refute=False)
+    assert res["n"] == 1000 and res["refute_n"] == 200
+    assert (res["ate"], res["ci_low"], res["ci_high"]) == (full["ate"], full["ci_low"], full["ci_high"])  # all rows
+    # the subsample: 200 rows drawn without replacement by default_rng(seed), in their original order
+    rows = np.sort(np.random.default_rng(3).choice(1000, size=200, replace=False))
+    assert res["refute_ate"] == pytest.approx(estimate(data.iloc[rows], "T", refute=False)["ate"])
+    assert res["refute_ate"] != res["ate"]
+    assert res["placebo"].startswith("passed") and abs(res["placebo_effect"]) < 0.5
+    assert estimate(data, "T", simulations=10, refute_sample=200, seed=3) == res  # seeded: the same again
+    assert estimate(data, "T", simulations=10, refute_sample=200, seed=4)["refute_ate"] != res["refute_ate"]
+
+
+@pytest.mark.parametrize("bad", [MIN_REFUTE_SAMPLE - 1, 0, -5, True, 2.5, "1000"])
+def test_a_subsample_below_the_minimum_names_the_fix(bad):
+    with pytest.raises(InputError, match=f"at least {MIN_REFUTE_SAMPLE} snippets, or None for every row \\(--refute-sample all\\)"):
+        estimate(_synthetic(n=50), "T", refute_sample=bad)
+    with pytest.raises(InputError, match=f"at least {MIN_REFUTE_SAMPLE}"):
+        causal_table(_synthetic(n=50), ["T"], refute_sample=bad)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_jobs_must_be_a_positive_count(bad):
+    with pytest.raises(InputError, match="jobs must be a whole number of at least 1"):
+        causal_table(_synthetic(n=50), ["T"], jobs=bad)
+
+
+@pytest.mark.slow
+def test_worker_processes_give_the_same_table():
+    data = _synthetic(n=400)
+    data["T2"] = data["T"] * 0.5 + np.random.default_rng(5).normal(size=len(data)) * 0.01
+    data["T3"] = np.where(np.arange(len(data)) % 2 == 0, data["T"], np.nan)
+    treatments = ["T", "absent", "T2", "T3"]
+    seen: list[tuple[int, int]] = []
+    serial = causal_table(data, treatments, simulations=5, refute_sample=150)
+    parallel = causal_table(data, treatments, simulations=5, refute_sample=150, jobs=2,
+                            on_progress=lambda d, t: seen.append((d, t)))
+    pd.testing.assert_frame_equal(serial, parallel)
+    assert (parallel["status"] == "estimated").sum() == 3 and (parallel["refute_n"].dropna() == 150).all()
+    assert sorted(seen) == [(k, 4) for k in range(1, 5)]
+
+
+def _run(snippets: pd.DataFrame, concepts: pd.DataFrame) -> RunData:
+    return RunData(path=Path("."), meta={}, snippets=snippets, tokens=pd.DataFrame(), nodes=pd.DataFrame(),
+                   concepts=concepts)
+
+
+SOURCES = ["def f(x):\n    if x and x > 1:\n        return 1\n    return 0\n",  # 3
+           "def g(x):\n    return [a for a in x if a]\n",  # 3
+           "int h(int a) { return a > 0 ? 1 : 0; }"]  # 2 (java)
+
+
+def _snippets(**extra) -> pd.DataFrame:
+    return pd.DataFrame({"id": ["a", "b", "c"], "language": ["python", "python", "java"], "loss": [1.0, 2.0, 3.0],
+                         "n_tokens": [10, 20, 30], "n_nodes": [5, 6, 7], "ast_levels": [3, 4, 5], "source": SOURCES,
+                         **extra})
+
+
+CONCEPTS = pd.DataFrame({"snippet_id": ["a", "a", "b", "c", "zz"], "kind": ["type", "global", "global", "category", "type"],
+                         "name": ["if_statement", GLOBAL, GLOBAL, "Decision", "if_statement"],
+                         "value": [0.5, 0.7, 0.6, 0.4, 0.9], "n_nodes": [1, 5, 6, 2, 1]})
+
+
+def test_snippet_table_computes_complexity_like_lizard_without_the_column():
+    table = snippet_table(_run(_snippets(), CONCEPTS))
+    assert table["complexity"].tolist() == [3.0, 3.0, 2.0]
+    assert table.loc["a", "type: if_statement"] == 0.5 and np.isnan(table.loc["b", "type: if_statement"])
+    assert table.loc["c", "category: Decision"] == 0.4 and table[GLOBAL].tolist()[:2] == [0.7, 0.6]
+    assert "zz" not in table.index  # concepts of a snippet the table does not have are left out
+
+
+def test_snippet_table_reads_the_runs_complexity_column_and_fills_its_gaps(monkeypatch):
+    import asc.causal as causal
+
+    asked = []
+    real = causal.complexity_column
+    monkeypatch.setattr(causal, "complexity_column", lambda s, lang: asked.append(list(s)) or real(s, lang))
+    table = snippet_table(_run(_snippets(complexity=[11.0, np.nan, 13.0]), CONCEPTS))
+    assert table["complexity"].tolist() == [11.0, 3.0, 13.0]  # the stored values, not recomputed
+    assert asked == [[SOURCES[1]]]  # only the missing one is computed
+
+
+def test_wide_table_equals_pivot_table():
+    """The fast pivot equals pandas' pivot_table(aggfunc="first"): duplicates, NaN values, many snippets."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    concepts = pd.DataFrame({"snippet_id": rng.choice([f"s{i}" for i in range(300)], n),
+                             "kind": rng.choice(["type", "category", "global"], n),
+                             "name": rng.choice(["if_statement", "Decision", "x", GLOBAL], n),
+                             "value": np.where(rng.random(n) < 0.1, np.nan, rng.random(n)), "n_nodes": 1})
+    concepts.loc[concepts["name"] == "x", "value"] = np.nan  # a concept with no value anywhere: no column
+    snippets = pd.DataFrame({"id": [f"s{i}" for i in range(310)], "language": "python", "loss": 1.0, "n_tokens": 1,
+                             "n_nodes": 1, "ast_levels": 1, "source": "x = 1\n", "complexity": 1.0})
+    table = snippet_table(_run(snippets, concepts))
+    c = concepts.copy()
+    c["column"] = np.where(c["kind"] == "type", "type: " + c["name"],
+                           np.where(c["kind"] == "category", "category: " + c["name"], GLOBAL))
+    wide = c.pivot_table(index="snippet_id", columns="column", values="value", aggfunc="first")
+    expected = snippets.set_index("id")[[]].join(wide, how="left")
+    pd.testing.assert_frame_equal(table[expected.columns.tolist()], expected, check_names=False)
+    assert list(table.columns[5:]) == list(expected.columns) and "type: x" not in table
+
+
+def test_cli_subsample_and_jobs_options():
+    parser = build_parser()
+    args = parser.parse_args(["causal", "RUN", "--out", "o.csv"])
+    assert args.refute_sample == REFUTE_SAMPLE and args.jobs >= 1
+    assert parser.parse_args(["causal", "RUN", "--out", "o.csv", "--refute-sample", "all"]).refute_sample is None
+    assert parser.parse_args(["causal", "RUN", "--out", "o.csv", "--refute-sample", "800", "--jobs", "3"]).jobs == 3
+    with pytest.raises(SystemExit):
+        parser.parse_args(["causal", "RUN", "--out", "o.csv", "--jobs", "0"])

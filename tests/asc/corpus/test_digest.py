@@ -87,3 +87,12 @@ def test_a_broken_digest_names_the_folder_and_the_fix(run_dir, tmp_path):
     (bad / DIGEST / "part-00001.parquet").write_bytes(b"not parquet")
     with pytest.raises(CorpusError, match=r"bad is broken: part part-00001 .*delete it and run the evaluation again"):
         load_digest(bad)
+
+
+def test_runs_record_each_snippets_complexity_as_lizard_counts_it(run_dir):
+    from asc.complexity import complexity_of_source
+
+    snippets = load_run(run_dir, tables=("snippets",)).snippets
+    expected = [complexity_of_source(src) for src in snippets["source"]]
+    np.testing.assert_array_equal(snippets["complexity"].to_numpy(float), np.array(expected, dtype=float))
+    assert (snippets["complexity"] >= 1).any()
