@@ -34,17 +34,20 @@ folders, titles = guards.runs_or_stop("run a corpus (100+ snippets recommended) 
                                       "estimates appear here when it finishes.")
 chosen = st.multiselect("Results (one or two models)", folders, default=folders[:1], max_selections=2,
                         format_func=titles.get, key="causal_runs")
-c1, c2, c3 = st.columns(3)
+c1, c2, c3, c4 = st.columns(4)
 min_n = c1.number_input("Minimum snippets per treatment", 5, 10_000, 30, 5, key="causal_min")
 sims = c2.number_input("Refuter simulations", 10, 500, 50, 10, key="causal_sims")
-seed = c3.number_input("Seed", 0, 2**31 - 1, 0, key="causal_seed")
+refute_n = c3.number_input("Refuter subsample", 100, 1_000_000, REFUTE_SAMPLE, 500, key="causal_refute_sample",
+                           help="the refuters re-estimate each effect on a seeded subsample of this many snippets "
+                                "when a concept has more; the effect itself always uses every snippet")
+seed = c4.number_input("Seed", 0, 2**31 - 1, 0, key="causal_seed")
 if not chosen:
     st.info("Choose one or two results above.")
     st.stop()
 
 results = {}
 for path in chosen:
-    table, result = cache.causal_result(path, int(min_n), int(sims), int(seed))
+    table, result = cache.causal_result(path, int(min_n), int(sims), int(seed), int(refute_n))
     results[titles[path].split(" · ")[0] + f" · {path.name}"] = (table, result)
 
 cols = ["treatment", "n", *[f"r_{z}" for z in CONFOUNDERS], "r_loss", "p_loss", "ate", "ci_low", "ci_high",

@@ -151,11 +151,14 @@ def _causal_store() -> dict:
     return {}
 
 
-def causal_result(path: Path, min_snippets: int, simulations: int, seed: int) -> tuple[Any, Any]:
-    """AsC-Causal of a run, cached by (results folder state, settings); shows progress while computing."""
-    from asc.causal import causal_table, snippet_table, treatments_of
+def causal_result(path: Path, min_snippets: int, simulations: int, seed: int,
+                  refute_sample: int | None = None) -> tuple[Any, Any]:
+    """AsC-Causal of a run, cached by (results folder state, settings); shows progress while computing.
+    ``refute_sample``: snippets the refuters use per concept (None: :data:`asc.causal.REFUTE_SAMPLE`)."""
+    from asc.causal import REFUTE_SAMPLE, causal_table, snippet_table, treatments_of
 
-    key = (str(path), _stamp(path), min_snippets, simulations, seed)
+    refute_sample = REFUTE_SAMPLE if refute_sample is None else refute_sample
+    key = (str(path), _stamp(path), min_snippets, simulations, seed, refute_sample)
     store = _causal_store()
     with _causal_lock:
         found = store.get(key)
@@ -166,7 +169,7 @@ def causal_result(path: Path, min_snippets: int, simulations: int, seed: int) ->
         treatments = treatments_of(load_categories(language))
         bar = st.progress(0.0, text=f"Estimating effects for {run_title(path)}")
         result = causal_table(table, treatments, min_snippets=min_snippets, seed=seed, simulations=simulations,
-                              on_progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t} treatments"))
+                              refute_sample=refute_sample, on_progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t} treatments"))
         bar.empty()
         found = (table, result)
         with _causal_lock:

@@ -145,11 +145,13 @@ def test_a_truncated_meta_json_exits_2_with_one_line(good_run, tmp_path, command
     assert not (tmp_path / "t.csv").exists()
 
 
-@pytest.mark.parametrize("command", ["compare", "causal"])
-def test_broken_parquet_parts_exit_2_with_one_line(good_run, tmp_path, command):
+@pytest.mark.parametrize(("command", "table"), [("compare", "digest"), ("causal", "concepts")])
+def test_broken_parquet_parts_exit_2_with_one_line(good_run, tmp_path, command, table):
+    """Each command reads what it needs (compare the digests, causal the snippets and concepts): a broken part of
+    it is one line naming the problem."""
     folder = tmp_path / "parts"
     shutil.copytree(good_run, folder)
-    part = sorted((folder / "concepts").glob("part-*.parquet"))[0]
+    part = sorted((folder / table).glob("part-*.parquet"))[0]
     pd.read_parquet(part).drop(columns=["value"]).to_parquet(part)
     args = [command, str(folder)] + (["--out", str(tmp_path / "t.csv"), "--quiet"] if command == "causal" else [])
     assert_one_line(asc(*args), "lacks the column value")
