@@ -57,6 +57,11 @@ bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_pipeline.py
 	PYTHONPATH=. $(PY) benchmarks/bench_probes.py
 	PYTHONPATH=. $(PY) benchmarks/bench_ray.py
+	# whole-corpus summaries and AsC-Causal at 10k/100k snippets: a real 40-function run, copied (issue 16)
+	test -d build/bench-humaneval40 || $(PY) -m asc eval --model smollm2-135m --corpus humaneval --limit 40 \
+	  --out build/bench-humaneval40 --quiet --n-boot 50
+	PYTHONPATH=. $(PY) benchmarks/bench_corpus.py --base build/bench-humaneval40 --skip causal
+	PYTHONPATH=. $(PY) benchmarks/bench_causal.py --base build/bench-humaneval40
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
