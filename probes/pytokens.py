@@ -12,7 +12,7 @@ import io
 import tokenize
 from typing import NamedTuple
 
-__all__ = ["PyToken", "python_tokens"]
+__all__ = ["PyToken", "line_starts", "python_tokens"]
 
 # f-strings (3.12+) and t-strings (3.14+): split into parts by tokenize, merged back into one token
 _STRING_STARTS = {getattr(tokenize, n) for n in ("FSTRING_START", "TSTRING_START") if hasattr(tokenize, n)}
@@ -28,7 +28,7 @@ class PyToken(NamedTuple):
     col: int
 
 
-def _line_starts(code: str) -> list[int]:
+def line_starts(code: str) -> list[int]:
     """Character offset where each line starts (lines end at "\\n", as ``tokenize`` and ``ast`` count)."""
     starts = [0]
     i = code.find("\n")
@@ -41,7 +41,7 @@ def _line_starts(code: str) -> list[int]:
 def python_tokens(code: str) -> list[PyToken]:
     """Every token ``tokenize`` gives, in order, with f-/t-strings merged; raises ``tokenize.TokenError``
     or ``SyntaxError`` when the code does not tokenize."""
-    starts = _line_starts(code)
+    starts = line_starts(code)
     out: list[PyToken] = []
     depth = 0  # f-string nesting
     first: tuple[int, int, int] = (0, 1, 0)  # start, row, col of the outermost open f-string

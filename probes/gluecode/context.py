@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from asc.errors import InputError
 from probes.gluecode.callgraph import CorpusFiles, callgraph_text, merge_spans
 from probes.gluecode.items import MASK
-from probes.pytokens import python_tokens
+from probes.pytokens import line_starts, python_tokens
 
 __all__ = ["FunctionContexts", "build_contexts", "locate_function", "mask_contexts", "mask_name",
            "mask_span", "name_visible", "noncode_spans"]
@@ -117,7 +117,7 @@ class FunctionContexts:
         """The character offset in ``file`` of character ``offset`` of ``function``."""
         row = self.function.count("\n", 0, offset)
         col = offset - (self.function.rfind("\n", 0, offset) + 1)
-        starts = _line_starts(self.file)
+        starts = line_starts(self.file)
         return starts[self.line - 1 + row] + self.margin + col
 
 
@@ -146,15 +146,6 @@ def mask_contexts(ctx: FunctionContexts, *, name: str | None = None, span: tuple
 
 
 # ---------------------------------------------------------------------------------------------- text helpers
-def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    i = text.find("\n")
-    while i >= 0:
-        starts.append(i + 1)
-        i = text.find("\n", i + 1)
-    return starts
-
-
 def locate_function(function: str, file_text: str, line: int) -> int | None:
     """The indentation margin (characters) of ``function`` found at 1-based ``line`` of ``file_text``: every
     non-blank function line must equal the file line minus its first ``margin`` characters. None otherwise."""
