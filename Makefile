@@ -62,6 +62,8 @@ bench: setup
 	  --out build/bench-humaneval40 --quiet --n-boot 50
 	PYTHONPATH=. $(PY) benchmarks/bench_corpus.py --base build/bench-humaneval40 --skip causal
 	PYTHONPATH=. $(PY) benchmarks/bench_causal.py --base build/bench-humaneval40
+	# glueCode: seconds and tokens per item of each task at the function and file levels (issue 17)
+	PYTHONPATH=. $(PY) benchmarks/bench_gluecode.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -41,9 +41,11 @@ else:
         st.Page("pages/causal.py", title="Causal effects", icon=":material/hub:", url_path="causal-effects"),
         st.Page("pages/layers.py", title="Layer heatmaps", icon=":material/stacks:", url_path="layer-heatmaps"),
         st.Page("pages/attention.py", title="Attention maps", icon=":material/grid_on:", url_path="attention-maps"),
+        st.Page("pages/gluecode.py", title="Benchmark tasks (glueCode)", icon=":material/checklist:",
+                url_path="benchmark-tasks"),
         study, results,
     ])
     with st.sidebar:
         st.caption("AsC Studio explains code models in terms of syntax: AsC-Eval, AsC-Viz (ASTxplainer), "
-                   "layer probes (INSPECT), attention heads (CodeSyntax).")
+                   "layer probes (INSPECT), attention heads (CodeSyntax), benchmark tasks (glueCode).")
 page.run()

@@ -32,7 +32,7 @@ from pathlib import Path
 
 __all__ = [
     "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "cache_dir",
-    "data_roots", "default_model", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
+    "data_roots", "default_model", "gluecode_dir", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
     "allow_remote_code", "allowed_models", "app_password", "quiet_libraries", "ray_address", "shared_override",
 ]
 
@@ -66,6 +66,11 @@ def layers_dir() -> Path:
 def attention_dir() -> Path:
     """Where the Attention maps page keeps its runs: ``<runs>/attention``."""
     return runs_dir() / "attention"
+
+
+def gluecode_dir() -> Path:
+    """Where the Benchmark tasks (glueCode) page keeps task sets and predictions: ``<runs>/gluecode``."""
+    return runs_dir() / "gluecode"
 
 
 def data_roots() -> list[Path] | None:

@@ -120,6 +120,15 @@ class SyntaxTree:
     def children(self, i: int) -> np.ndarray:
         return np.flatnonzero(self.parent == i)
 
+    def covering(self, start: int, end: int, named: bool = True) -> int:
+        """The deepest node (``named``: named nodes only) whose text contains the characters ``start:end``;
+        the root when no smaller one does, -1 for an empty tree."""
+        inside = (self.start <= start) & (self.end >= max(end, start))
+        if named:
+            inside &= self.named | (self.parent < 0)
+        idx = np.flatnonzero(inside)
+        return int(idx[np.argmax(self.depth[idx])]) if len(idx) else (0 if self.n_nodes else -1)
+
 
 def encode_source(source: str) -> bytes:
     """UTF-8 bytes of ``source``, or an :class:`InputError` naming the fix (not text, lone surrogates)."""

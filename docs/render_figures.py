@@ -42,16 +42,16 @@ def main() -> None:
     ap.add_argument("--attention", default="runs/attention")
     ap.add_argument("--out", default=str(ROOT / "docs"))
     args = ap.parse_args()
+    from probes.catalog import LAYER_TASKS
     from probes.codesyntax.attention import attention_runs, load_attention_run, relation_table
     from probes.figures import best_layer_heatmap, head_heatmap, layer_heatmap
     from probes.inspect.layers import best_layer_table, load_results, results_table
-    from probes.inspect.tasks import TASK_NAMES
 
     figs = {}
     results = load_results(args.layers) if Path(args.layers).is_dir() else []
     if results:
         table = results_table(results)
-        order = [t for t in TASK_NAMES if t in set(table["task"])]
+        order = [t for t in LAYER_TASKS if t in set(table["task"])]
         for model in dict.fromkeys(table["model"]):
             figs[f"layers-{model}"] = layer_heatmap(table, model, "accuracy", order)
         figs["layers-best"] = best_layer_heatmap(best_layer_table(results), order)

@@ -15,10 +15,10 @@ from asc import paths as asc_paths
 from asc.corpus.jobs import JobKind
 from asc.export import csv_text
 from asc.viz import figure_html
+from probes.catalog import LAYER_TASK_INFO, LAYER_TASKS, layer_job
 from probes.figures import best_layer_heatmap, confusion_figure, layer_curves, layer_heatmap, normalized_heatmap
-from probes.inspect.layers import best_layer_table, layer_job, normalized_table, results_table
+from probes.inspect.layers import best_layer_table, normalized_table, results_table
 from probes.inspect.taskfile import MAX_TASK_FILE_BYTES, store_upload
-from probes.inspect.tasks import TASK_INFO, TASK_NAMES
 from ui import access, cache, guards, jobs, widgets
 
 st.title("Layer heatmaps")
@@ -34,8 +34,8 @@ with st.expander("Run probes", expanded=not cache.probe_results(folder)):
     c1, c2 = st.columns([3, 2])
     models = widgets.model_picker(c1, "Models", embedded_names(), [asc_paths.default_model(), "minilm-l6"], "lp",
                              help="Decoders are summarised by their last token, encoders by [CLS] (change below).")
-    tasks = c2.multiselect("Tasks", TASK_NAMES, default=["KTX", "IDN", "LEN", "TYP", "CPX"], key="lp_tasks",
-                           format_func=lambda t: f"{t}: {TASK_INFO[t]}")
+    tasks = c2.multiselect("Tasks", LAYER_TASKS, default=["KTX", "IDN", "LEN", "TYP", "CPX"], key="lp_tasks",
+                           format_func=lambda t: f"{t}: {LAYER_TASK_INFO[t]}")
     uploads = c2.file_uploader("INSPECT task files (split<TAB>label<TAB>text)", type=["tsv", "txt"],
                                accept_multiple_files=True, key="lp_files",
                                max_upload_size=MAX_TASK_FILE_BYTES // 2**20)
@@ -90,7 +90,7 @@ if not results:
     st.stop()
 table = results_table(results)
 best = best_layer_table(results)
-order = [t for t in TASK_NAMES if t in set(table["task"])] + sorted(set(table["task"]) - set(TASK_NAMES))
+order = [t for t in LAYER_TASKS if t in set(table["task"])] + sorted(set(table["task"]) - set(LAYER_TASKS))
 model_names = list(dict.fromkeys(table["model"]))
 
 heat_tab, best_tab, curve_tab, conf_tab = st.tabs(["Heatmaps", "Best layer & Table III", "Layer curves",
@@ -130,7 +130,7 @@ with best_tab:
                        on_click="ignore")
 with curve_tab:
     k1, k2 = st.columns([2, 1])
-    task = k1.selectbox("Task", order, key="lp_curve_task", format_func=lambda t: f"{t}: {TASK_INFO.get(t, 'from file')}")
+    task = k1.selectbox("Task", order, key="lp_curve_task", format_func=lambda t: f"{t}: {LAYER_TASK_INFO.get(t, 'from file')}")
     axis = k2.radio("x axis", ["layer", "depth"], horizontal=True, key="lp_axis",
                     help="depth puts models with different numbers of layers on one 0-1 scale")
     fig = layer_curves(table, task, axis)

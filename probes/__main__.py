@@ -13,10 +13,12 @@ from pathlib import Path
 
 from asc.cli import add_model_options, load_bundle, run, stage_bar
 from probes.features import PROBE_MAX_TOKENS
+from probes.gluecode.likelihood import DEFAULT_MAX_WINDOW
 
 
 def cmd_layers(args: argparse.Namespace) -> int:
-    from probes.inspect.layers import best_layer_table, build_tasks, load_results, normalized_table, run_layers
+    from probes.catalog import build_tasks
+    from probes.inspect.layers import best_layer_table, load_results, normalized_table, run_layers
 
     tasks = build_tasks(args.tasks.split(",") if args.tasks else [], args.corpus, args.size, args.seed,
                         args.task_file or [])
@@ -70,7 +72,7 @@ def cmd_gluecode(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from probes.gluecode.items import CONTEXTS, TASKS
-    from probes.gluecode.runs import build_or_load, load_predictions, run_gluecode, table2
+    from probes.gluecode.runs import build_or_load, load_predictions, run_gluecode, set_name, table2
     from probes.gluecode.zeroshot import accuracy_table, baselines
 
     tasks = list(TASKS) if args.tasks in ("", "all") else [t.strip().upper() for t in args.tasks.split(",")]
@@ -84,6 +86,7 @@ def cmd_gluecode(args: argparse.Namespace) -> int:
     update, close = stage_bar("building tasks", args.quiet)
     try:
         items = build_or_load(out, args.corpus, tasks, args.size, args.seed)
+        task_set = set_name(args.corpus, args.size, args.seed)
     finally:
         close()
     for task, task_items in items.items():
@@ -92,10 +95,11 @@ def cmd_gluecode(args: argparse.Namespace) -> int:
         bundle = load_bundle(args, spec)
         update, close = stage_bar(bundle.name, args.quiet)
         try:
-            run_gluecode(bundle, items, out, corpus=args.corpus, contexts=contexts, on_progress=update)
+            run_gluecode(bundle, items, out, task_set=task_set, contexts=contexts, on_progress=update,
+                         max_window=args.max_window)
         finally:
             close()
-    predictions = [p for p in load_predictions(out) if p.task in items]
+    predictions = [p for p in load_predictions(out, task_set) if p.task in items]
     if predictions:
         table = table2(accuracy_table(predictions, seed=args.seed))
         with pd.option_context("display.width", 200, "display.max_columns", None):
@@ -112,10 +116,12 @@ def cmd_gluecode(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m probes", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("layers", help="INSPECT: linear probes on every layer, per task (resumable)")
+    p = sub.add_parser("layers", help="INSPECT: linear probes on every layer, per task (INSPECT's 15, glueCode's "
+                       "NPATH and NULL; resumable)")
     p.add_argument("--model", action="append", required=True,
                    help="embedded name (smollm2-135m, gemma3-270m, minilm-l6), folder, .gguf or hub id; repeatable")
-    p.add_argument("--tasks", default="", help="comma-separated INSPECT tasks (KTX,IDN,...) or 'all'")
+    p.add_argument("--tasks", default="", help="comma-separated tasks: INSPECT's (KTX,IDN,...; 'all': the 15) "
+                   "and glueCode's NPATH and NULL (NULL runs mypy: stdlib, algorithms or a folder of .py files)")
     p.add_argument("--task-file", action="append", help="an INSPECT TSV task file (split<TAB>label<TAB>text); repeatable")
     p.add_argument("--out", required=True, help="run folder (results are resumed from it)")
     p.add_argument("--corpus", default="stdlib", help="corpus the tasks are built from (default stdlib)")
@@ -151,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", type=int, default=1000, help="items per task (dev and test together)")
     p.add_argument("--seed", type=int, default=0, help="item sampling and bootstrap seed")
     p.add_argument("--out", required=True, help="run folder (tasks and predictions are resumed from it)")
+    p.add_argument("--max-window", type=int, default=DEFAULT_MAX_WINDOW,
+                   help=f"tokens of context at most (default {DEFAULT_MAX_WINDOW}, or the model's own if smaller); "
+                   "longer contexts are cut from the far end")
     add_model_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_gluecode)

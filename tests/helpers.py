@@ -195,3 +195,48 @@ def tiny_definition(**sample_changes):
     from asc.study.definition import parse_study
 
     return parse_study(tiny_study_raw(**sample_changes), "tiny.yaml")
+
+
+# --------------------------------------------------------------------------------------- glueCode
+
+
+GLUECODE_NULL_SRC = "def first(text):\n    m = re.match('a', text)\n    return m.group(0)\n"
+
+
+def gluecode_items(task: str) -> list:
+    """Four hand-made glueCode items of ``task`` (two dev, two test), small enough for the tiny model's window."""
+    from probes.gluecode.items import MASK, NO_WARNING, NPATH_BUCKETS, OPERATORS, Item
+    from probes.gluecode.nulltoken import NULL_PROMPT
+
+    out = []
+    for k in range(4):
+        split = "test" if k % 2 else "dev"
+        common = {"task": task, "id": f"{task}/{k}", "split": split, "module": f"m{k}"}
+        if task == "OPS":
+            out.append(Item(**common, function=f"def f{k}(a, b):\n    return a {MASK} b\n", label=OPERATORS[k],
+                            candidates=OPERATORS))
+        elif task == "NPATH":
+            out.append(Item(**common, function=f"def g{k}(x):\n    if x:\n        return {k}\n    return 0\n",
+                            label="2", candidates=NPATH_BUCKETS))
+        elif task == "NAME":
+            out.append(Item(**common, function=f"def {MASK}(n):\n    return n + {k}\n", label=f"add_{k}",
+                            candidates=tuple(f"add_{j}" for j in range(4))))
+        elif task == "CALL":
+            out.append(Item(**common, function=f"def h{k}(s):\n    return {MASK}(s)\n", label="len",
+                            meta={"kind": "api"}))
+        else:
+            start = GLUECODE_NULL_SRC.index("m.group")
+            label = "m" if k < 3 else NO_WARNING
+            meta = {"start": start, "end": start + 1} if label == "m" else {}
+            out.append(Item(**common, function=f"{GLUECODE_NULL_SRC}{NULL_PROMPT}{MASK}\n", label=label,
+                            candidates=("text", "m", "re", NO_WARNING), meta=meta))
+    return out
+
+
+def npath_function(name: str, chains: list[int], k: int) -> str:
+    """A function whose NPath is the product of (conditions + 1) over ``chains`` (if/elif chains of c conditions)."""
+    lines = [f"def {name}(x, y):", f'    """Paths of {name}."""', f"    r = {k}", "    s = r"]
+    for c in chains:
+        for j in range(c):
+            lines += [f"    {'if' if j == 0 else 'elif'} x > {j}:", f"        r += {j + 1}"]
+    return "\n".join(lines + ["    return r + s"]) + "\n"

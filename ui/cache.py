@@ -212,3 +212,35 @@ def snippet_attention(spec: str, code: str) -> tuple:
 
     sample = extract(code)
     return sample, attend(get_bundle(spec), sample)
+
+
+def _stamps(paths: list[Path]) -> float:
+    """A number that changes when a file of ``paths`` is added, removed or rewritten."""
+    return sum(p.stat().st_mtime_ns for p in paths) / 1e9 + len(paths)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _gluecode_predictions(path: str, task_set: str, stamp: float) -> list:
+    from probes.gluecode.runs import load_predictions
+
+    return load_predictions(path, task_set)
+
+
+def gluecode_predictions(path: Path, task_set: str) -> list:
+    """Every glueCode prediction of one task set under ``path`` (all models, tasks, levels), re-read when one
+    of its prediction files changes (a run in progress rewrites its file after every chunk)."""
+    files = [p for p in path.glob(f"*/{task_set}/*-*.jsonl") if p.parts[-3] != "tasks"] if path.is_dir() else []
+    return _gluecode_predictions(str(path), task_set, _stamps(files))
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _gluecode_items(path: str, stamp: float) -> dict:
+    from probes.gluecode.runs import load_task_sets
+
+    return load_task_sets(path)
+
+
+def gluecode_items(path: Path) -> dict:
+    """The glueCode task sets under ``path``: ``{set name: {task: items}}``, re-read when a task file changes."""
+    files = list((path / "tasks").glob("*/*.jsonl")) if path.is_dir() else []
+    return _gluecode_items(str(path), _stamps(files))

@@ -18,9 +18,10 @@ import streamlit as st
 
 from asc.corpus.jobs import Job, JobKind, JobQueue
 from asc.models import EMBEDDED
-from asc.paths import attention_dir, default_model, layers_dir, runs_dir
+from asc.paths import attention_dir, default_model, gluecode_dir, layers_dir, runs_dir
+from probes.catalog import layer_job
 from probes.codesyntax.attention import attention_job
-from probes.inspect.layers import layer_job
+from probes.gluecode.runs import gluecode_job
 from ui import access
 from ui.cache import get_job_bundle
 from ui.widgets import placement, plain
@@ -30,6 +31,7 @@ DEMO_LIMIT = 40
 DEMO_TASKS = ("KTX", "IDN")  # the layer demo: two INSPECT tasks of DEMO_SIZE samples built from DEMO_TASK_CORPUS
 DEMO_SIZE = 200
 DEMO_TASK_CORPUS = "stdlib"
+DEMO_GLUECODE = ("algorithms", 24, ("function", "file"))  # the glueCode demo: corpus, items per task (half test), levels
 DEMO_BASELINE = "minilm-l6"  # the layer demo's baseline encoder (Table III), where installed
 DEMO_BUTTON = "Run a small demo (about a minute)"
 
@@ -100,6 +102,11 @@ def describe_demo(kind: JobKind) -> str:
                 f"each, built from the {DEMO_TASK_CORPUS} corpus).")
     if kind is JobKind.ATTENTION:
         return f"The attention heads of {models} scored on the first {DEMO_LIMIT} HumanEval functions."
+    if kind is JobKind.GLUECODE:
+        corpus, size, _ = DEMO_GLUECODE
+        return (f"The five glueCode tasks answered by {models}: {size} items per task built from the {corpus} "
+                "package (the test half answered; NAME by generation only), with the function and with the whole "
+                "file.")
     return f"AsC-Eval of the first {DEMO_LIMIT} HumanEval functions on {models}."
 
 
@@ -118,6 +125,13 @@ def submit_demo(kind: JobKind, queue: JobQueue, owner: str = "", device: str | N
             call = layer_job(DEMO_TASKS, folder, corpus=DEMO_TASK_CORPUS, size=DEMO_SIZE,
                              roots=access.policy().corpus_roots)
             submitted.append(queue.submit_call(kind, model, f"layer probes: {', '.join(DEMO_TASKS)}", folder, call,
+                                               **where))
+        elif kind is JobKind.GLUECODE:
+            corpus, size, levels = DEMO_GLUECODE
+            folder = gluecode_dir()
+            call = gluecode_job(("NPATH", "OPS", "NAME", "CALL", "NULL"), corpus, folder, contexts=levels, size=size,
+                                name_modes=("generate",))  # ranking ten names is the slowest answer: not in a demo
+            submitted.append(queue.submit_call(kind, model, f"glueCode: {corpus} ({size} items per task)", folder, call,
                                                **where))
         else:
             root = attention_dir()

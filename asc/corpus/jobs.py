@@ -75,6 +75,7 @@ class JobKind(StrEnum):
     EVAL = "eval"  # AsC-Eval of a corpus into a run folder (Global AsC-Eval page)
     LAYERS = "layers"  # layer probes (Layer heatmaps page)
     ATTENTION = "attention"  # attention heads (Attention maps page)
+    GLUECODE = "gluecode"  # glueCode tasks answered zero-shot (Benchmark tasks page)
 
 
 @dataclass

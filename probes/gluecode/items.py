@@ -14,7 +14,8 @@ seed, size, the code's version; free-form), then one JSON object per item with t
 line and the fix, as the INSPECT TSV loader does; :func:`save_items` writes atomically.
 
 Departures from the paper: Python instead of Java; splits are dev/test only (the models are evaluated
-zero-shot, nothing is trained on a train split), by module so that no function is in two splits.
+zero-shot, nothing is trained on a train split), by module so that no function is in two splits. The layer
+probes of :mod:`probes.gluecode.probing` train, and cut tr/va/te by package instead (:func:`probe_splits`).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from typing import Any
 from asc.atomic import write_atomic
 from asc.errors import InputError
 
-__all__ = ["CONTEXTS", "FORMAT", "MASK", "NO_WARNING", "NPATH_BUCKETS", "OPERATORS", "SPLITS", "TASKS", "Item",
-           "by_split", "load_items", "npath_bucket", "save_items", "split_of"]
+__all__ = ["CONTEXTS", "FORMAT", "MASK", "NO_WARNING", "NPATH_BUCKETS", "OPERATORS", "SPLITS", "TASKS", "TASK_SUMMARY", "Item",
+           "by_split", "load_items", "npath_bucket", "probe_splits", "save_items", "split_of"]
 
 FORMAT = "asc-gluecode"
 VERSION = 1
@@ -41,6 +42,9 @@ NO_WARNING = "<no warning>"  # NullToken's answer for the 20% of items without a
 OPERATORS = ("+", "-", "*", "/", "%", "=", "==", "!=", "<", ">", "<=", ">=")  # the paper's 12 classes
 NPATH_BUCKETS = ("1", "2", "3", "4", "5-6", "7-8", "9-10", "11-15", "16-20", "21-30", "31-50", "51-100")  # B.1
 _BUCKET_BOUNDS = (1, 2, 3, 4, 6, 8, 10, 15, 20, 30, 50, 100)
+TASK_SUMMARY = {"NPATH": "NPath complexity bucket (12 classes)", "OPS": "masked operator (12 classes)",
+             "NAME": "masked function name (char-BLEU)", "CALL": "masked call (exact match)",
+             "NULL": "token mypy flags as possibly None, or no warning"}  # one line per task, for menus
 
 
 def npath_bucket(value: int) -> str | None:
@@ -51,12 +55,33 @@ def npath_bucket(value: int) -> str | None:
     return None
 
 
-def split_of(module: str, dev_share: float = 0.5) -> str:
-    """``dev`` or ``test`` for a module, from a stable hash of its name (no function in two splits)."""
+def _unit_hash(unit: str) -> float:
+    """A stable number in [0, 1] for a split unit (a module or package name): SHA-256, first 32 bits."""
     import hashlib
 
-    h = int(hashlib.sha256(module.encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF
-    return "dev" if h < dev_share else "test"
+    return int(hashlib.sha256(unit.encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF
+
+
+def split_of(module: str, dev_share: float = 0.5) -> str:
+    """``dev`` or ``test`` for a module, from a stable hash of its name (no function in two splits)."""
+    return "dev" if _unit_hash(module) < dev_share else "test"
+
+
+def probe_splits(units: Sequence[str], shares: tuple[float, float] = (0.6, 0.2)) -> list[str]:
+    """``tr``, ``va`` or ``te`` for each sample of a layer probe (:mod:`probes.gluecode.probing`), given its split
+    unit (a package): whole units, taken in the order of :func:`split_of`'s stable hash, fill ``tr`` up to 60% of the
+    samples, then ``va`` up to 80%, then ``te`` (a unit goes where the middle of its samples falls, so a large unit
+    may overshoot). No unit is in two splits, and the samples come close to 60/20/20 however unequal the units are
+    (a cut of the hash itself would split the units 60/20/20, not the samples). glueCode's dev units come first."""
+    counts: dict[str, int] = {}
+    for unit in units:
+        counts[unit] = counts.get(unit, 0) + 1
+    n, done, split_of_unit = max(len(units), 1), 0, {}
+    for unit in sorted(counts, key=lambda u: (_unit_hash(u), u)):
+        middle = (done + counts[unit] / 2) / n
+        split_of_unit[unit] = "tr" if middle < shares[0] else "va" if middle < shares[0] + shares[1] else "te"
+        done += counts[unit]
+    return [split_of_unit[unit] for unit in units]
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ samples a seeded set. As in :mod:`probes.gluecode.build`: ids are ``NULL/<snippe
 module and the split comes from the package (:meth:`~probes.gluecode.context.CorpusFiles.package_name` through
 :func:`~probes.gluecode.items.split_of`), so no module is in both splits; the file and call-graph texts are
 :func:`~probes.gluecode.context.build_contexts`'s. Positives and negatives are drawn in a ``random.Random(seed)``
-order; items come in corpus order. With fewer positives than 80% of ``size`` (the stdlib gives about 190),
-all are kept and negatives are a quarter of them, so the share stays 20%.
+order; items come in corpus order. With fewer positives than 80% of ``size`` (the stdlib gives about 190), all
+are kept and negatives are a quarter of them, so the share stays 20%.
 
 **The token** is the name whose value may be None, read from the expression mypy points at with ``ast``: for
 ``m.group(0)`` it is ``m``; for ``self.conn.close()`` it is ``conn`` (the last name before the flagged ``.attr``);
@@ -20,9 +20,10 @@ name (``(a or b).x``) is left out. mypy's column must hit the expression's start
 methods, size-filtered, dedented) that holds exactly one warning *site*: the paper discarded methods with several
 warnings; warnings at one expression (``with x:`` gives ``__enter__`` and ``__exit__``) count once. Negatives are
 functions of the same corpus with no kept warning and no other diagnostic that names None (an ``X | None``
-argument, say), so a negative is not a borderline case. ``candidates`` are the function's distinct identifier
-tokens in order (keywords left out) plus ``NO_WARNING``; ``meta`` holds the checker's message and code, the
-token's ``line`` (1-based) and ``col`` (0-based characters) in the function, and its ``start``/``end`` offsets.
+argument, say), so a negative is not a borderline case (:func:`classify_functions` sorts them, for the layer probe
+:mod:`probes.gluecode.probing` too). ``candidates`` are the function's distinct identifier tokens in order (keywords
+left out) plus ``NO_WARNING``; ``meta``: the checker's message and code, the token's ``line`` (1-based) and ``col``
+(0-based characters) in the function, and its ``start``/``end`` offsets.
 
 Departures from the paper: mypy instead of Infer, whose labels are path-sensitive and interprocedural; mypy's
 are "the type checker warns here", not proven bugs (an attribute set to None in ``__init__`` is flagged at every
@@ -56,8 +57,8 @@ from probes.gluecode.items import MASK, NO_WARNING, SPLITS, Item, split_of
 from probes.gluecode.nullcheck import CHECKER, CheckResult, Diagnostic, NoneWarning, check_corpus, none_warning
 from probes.pytokens import python_tokens
 
-__all__ = ["FILE_PROMPT", "NEGATIVE_SHARE", "NULL_PROMPT", "FileIndex", "Target", "locate", "null_items",
-           "null_items_from_check"]
+__all__ = ["FILE_PROMPT", "NEGATIVE_SHARE", "NULL_PROMPT", "CheckedFunction", "FileIndex", "Target",
+           "classify_functions", "locate", "null_items", "null_items_from_check"]
 
 NULL_PROMPT = "# possible None dereference at: "  # + MASK: the last line of every NULL item's function text
 FILE_PROMPT = "# possible None dereference in {name} at: "  # + MASK: the last line of the file context
@@ -219,7 +220,9 @@ def locate(w: NoneWarning, index: FileIndex) -> Target | None:
 
 
 @dataclass
-class _Function:
+class CheckedFunction:
+    """A corpus function mypy checked: its kept warning sites (:func:`classify_functions`)."""
+
     snippet: Snippet
     sites: dict[Any, NoneWarning]  # located token (or mypy position) -> its first warning
     targets: dict[Any, Target | None]
@@ -247,9 +250,40 @@ def _token(snip: Snippet, file_lines: list[str], target: Target) -> tuple[int, i
     return None
 
 
-def _candidates(source: str) -> tuple[str, ...]:
-    names = [t.string for t in python_tokens(source) if t.kind == tokenize.NAME and not keyword.iskeyword(t.string)]
-    return tuple(dict.fromkeys(names)) + (NO_WARNING,)
+def classify_functions(result: CheckResult, snippets: Sequence[Snippet]
+                       ) -> tuple[list[CheckedFunction], dict[str, str], Counter[str]]:
+    """The checked files' Python functions (``origin`` relative to ``result.base``) with their kept warning sites
+    and whether another diagnostic in them names None; the texts of the files with a kept warning; counts."""
+    checked = set(result.files)
+    by_file: dict[str, list[Snippet]] = {}
+    for snip in (s for s in snippets if s.language == "python" and s.origin in checked):
+        by_file.setdefault(snip.origin, []).append(snip)
+    diags: dict[str, list[Diagnostic]] = {}
+    for d in (d for d in result.diagnostics if d.severity == "error"):
+        diags.setdefault(d.file, []).append(d)
+    stats: Counter[str] = Counter()
+    functions: list[CheckedFunction] = []
+    texts: dict[str, str] = {}
+    for origin, snips in by_file.items():
+        fns = [CheckedFunction(s, {}, {}) for s in snips]
+        file_diags = diags.get(origin, [])
+        if any(none_warning(d) for d in file_diags):
+            texts[origin] = (result.base / origin).read_text(encoding="utf-8")
+        index = FileIndex(texts[origin]) if origin in texts else None
+        for d in file_diags:
+            fn = next((f for f in fns if f.snippet.line <= d.line < f.snippet.line + f.snippet.n_lines), None)
+            if fn is None:
+                continue
+            if (w := none_warning(d)) is None:
+                fn.names_none |= '"None"' in d.message or "| None" in d.message
+                continue
+            stats["warnings in the functions"] += 1
+            target = locate(w, index) if index is not None else None
+            site = (target.line, target.col) if target else (d.line, d.column, d.end_line, d.end_column)
+            fn.sites.setdefault(site, w)
+            fn.targets.setdefault(site, target)
+        functions.extend(fns)
+    return functions, texts, stats
 
 
 def null_items_from_check(result: CheckResult, snippets: Sequence[Snippet], files: CorpusFiles, size: int = 1000,
@@ -259,42 +293,10 @@ def null_items_from_check(result: CheckResult, snippets: Sequence[Snippet], file
     of every filter."""
     if size < 1:
         raise InputError(f"size must be at least 1 (got {size}); the paper's sets hold 1,000 items")
-    checked = set(result.files)
-    by_file: dict[str, list[Snippet]] = {}
-    for snip in snippets:
-        if snip.language == "python" and snip.origin in checked:
-            by_file.setdefault(snip.origin, []).append(snip)
-    diags: dict[str, list[Diagnostic]] = {}
-    for d in result.diagnostics:
-        if d.severity == "error":
-            diags.setdefault(d.file, []).append(d)
-    stats: Counter[str] = Counter()
+    functions, texts, stats = classify_functions(result, snippets)
     kinds: Counter[str] = Counter(w.kind for d in result.diagnostics if (w := none_warning(d)))
-    functions: list[_Function] = []
-    texts: dict[str, str] = {}
-    for origin, snips in by_file.items():
-        fns = [_Function(s, {}, {}) for s in snips]
-        file_diags = diags.get(origin, [])
-        kept = [w for d in file_diags if (w := none_warning(d))]
-        if kept:
-            texts[origin] = (result.base / origin).read_text(encoding="utf-8")
-        index = FileIndex(texts[origin]) if kept else None
-        for d in file_diags:
-            fn = next((f for f in fns if f.snippet.line <= d.line < f.snippet.line + f.snippet.n_lines), None)
-            w = none_warning(d)
-            if fn is None:
-                continue
-            if w is None:
-                fn.names_none |= '"None"' in d.message or "| None" in d.message
-                continue
-            stats["warnings in the functions"] += 1
-            target = locate(w, index) if index is not None else None
-            site = (target.line, target.col) if target else (d.line, d.column, d.end_line, d.end_column)
-            fn.sites.setdefault(site, w)
-            fn.targets.setdefault(site, target)
-        functions.extend(fns)
-    positives: list[tuple[_Function, tuple[int, int, int, int, str]]] = []
-    negatives: list[_Function] = []
+    positives: list[tuple[CheckedFunction, tuple[int, int, int, int, str]]] = []
+    negatives: list[CheckedFunction] = []
     for fn in functions:
         if len(fn.sites) > 1:
             stats["functions with several warnings (discarded)"] += 1
@@ -325,28 +327,26 @@ def null_items_from_check(result: CheckResult, snippets: Sequence[Snippet], file
     stats["warnings outside the functions (module level, or a function the size filter drops)"] = (
         sum(kinds.values()) - stats["warnings in the functions"])
     counts = {"warnings": sum(kinds.values()), "warnings_by_kind": dict(sorted(kinds.items())),
-              "functions": len(functions), "positives_available": len(positives),
-              "negatives_available": len(negatives), "positives": len(pos_items), "negatives": len(items) - len(
-                  pos_items), **stats}
+              "functions": len(functions), "positives_available": len(positives), "negatives_available": len(negatives),
+              "positives": len(pos_items), "negatives": len(items) - len(pos_items), **stats}
     return [it for _, it in items], counts
 
 
-def _take(pool: list[tuple[_Function, tuple[int, int, int, int, str] | None]], n: int, files: CorpusFiles,
+def _take(pool: list[tuple[CheckedFunction, tuple[int, int, int, int, str] | None]], n: int, files: CorpusFiles,
           contexts: bool, stats: Counter[str]) -> list[tuple[Snippet, Item]]:
     """Items of the first ``n`` functions of ``pool`` whose contexts can be built (see :func:`_item`)."""
     out: list[tuple[Snippet, Item]] = []
     for fn, tok in pool:
         if len(out) >= n:
             break
-        item = _item(fn, tok, files, contexts)
-        if item is None:
+        if (item := _item(fn, tok, files, contexts)) is None:
             stats["functions that do not tokenize or whose file context cannot be built (skipped)"] += 1
         else:
             out.append((fn.snippet, item))
     return out
 
 
-def _item(fn: _Function, tok: tuple[int, int, int, int, str] | None, files: CorpusFiles,
+def _item(fn: CheckedFunction, tok: tuple[int, int, int, int, str] | None, files: CorpusFiles,
           contexts: bool) -> Item | None:
     snip = fn.snippet
     unit = files.package_name(snip.origin)  # the split unit of the other tasks (probes.gluecode.build)
@@ -357,8 +357,9 @@ def _item(fn: _Function, tok: tuple[int, int, int, int, str] | None, files: Corp
         line, col, start, end, label = tok
         meta |= {"message": w.diagnostic.message, "code": w.diagnostic.code, "kind": w.kind, "line": line,
                  "col": col, "start": start, "end": end, "checker": CHECKER}
-    try:
-        candidates = _candidates(snip.source)
+    try:  # the function's distinct identifier tokens, keywords left out
+        candidates = tuple(dict.fromkeys(t.string for t in python_tokens(snip.source) if t.kind == tokenize.NAME
+                                         and not keyword.iskeyword(t.string))) + (NO_WARNING,)
     except (tokenize.TokenError, SyntaxError):
         return None
     file_text = callgraph = ""

@@ -10,7 +10,8 @@ A run folder holds::
 hash and seed, so an interrupted run resumes where it stopped; features are cached separately, so a
 run with other probe settings does not touch the model again. :func:`results_table` flattens all
 results of a folder into one long table (one row per model, task and layer) for the figures and
-the CSV export.
+the CSV export. The tasks come from :func:`probes.catalog.build_tasks` (INSPECT's and glueCode's by name,
+TSV files), which :func:`probes.catalog.layer_job` runs here as a background job.
 """
 
 from __future__ import annotations
@@ -19,14 +20,12 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from asc.atomic import write_atomic
-from asc.errors import InputError
 from probes.features import PROBE_MAX_TOKENS, cached_features, default_pooling, model_key
 from probes.inspect.linear import ProbeResult, load_probes, save_probes, train_probes
 
@@ -36,8 +35,7 @@ if TYPE_CHECKING:
     from asc.models import ModelBundle
     from probes.inspect.taskfile import Task
 
-__all__ = ["best_layer_table", "build_tasks", "layer_job", "load_results", "normalized_table", "result_path",
-           "results_table", "run_layers"]
+__all__ = ["best_layer_table", "load_results", "normalized_table", "result_path", "results_table", "run_layers"]
 
 log = logging.getLogger(__name__)
 
@@ -49,56 +47,6 @@ def result_path(out: str | Path, bundle: ModelBundle, task_name: str, pooling: s
 def _tokenizer_id(tokenizer) -> dict:
     return {"class": type(tokenizer).__name__, "name_or_path": str(getattr(tokenizer, "name_or_path", "")),
             "vocab_size": len(tokenizer)}
-
-
-def build_tasks(names: Sequence[str], corpus: str = "stdlib", size: int = 1000, seed: int = 0,
-                task_files: Sequence[str | Path] = (), extra: Sequence[Task] = (),
-                roots: Sequence[Path] | None = None) -> list[Task]:
-    """INSPECT tasks by name (``"all"`` for the 15) built from ``corpus``, then external TSV task files, then
-    the tasks of ``extra`` (parsed already, e.g. uploads: :func:`probes.inspect.taskfile.store_upload`). ``roots``
-    confines a corpus path (:func:`asc.corpus.sources.check_corpus_spec`; the shared app passes its policy's).
-
-    Raises ``ValueError`` listing the valid names for an unknown task, and for an empty selection.
-    """
-    from asc.corpus.sources import load_corpus
-    from probes.inspect.tasks import TASK_NAMES, build_task, load_tsv
-
-    names = [n.strip().upper() for n in names if n.strip()]
-    if names == ["ALL"]:
-        names = list(TASK_NAMES)
-    unknown = [n for n in names if n not in TASK_NAMES]
-    if unknown:
-        raise InputError(f"unknown task(s) {', '.join(unknown)}: choose from {', '.join(TASK_NAMES)} or 'all'")
-    tasks = []
-    if names:
-        snippets = load_corpus(corpus, roots=roots)
-        tasks = [replace(t, meta={**t.meta, "corpus": corpus})  # meta is not part of the task hash
-                 for t in (build_task(name, snippets, size=size, seed=seed) for name in names)]
-    for path in task_files:
-        if not Path(path).is_file():
-            raise InputError(f"task file not found: {path}")
-        tasks.append(load_tsv(path))
-    tasks += list(extra)
-    if not tasks:
-        raise InputError("no task: choose INSPECT tasks (e.g. KTX, IDN or all) and/or give INSPECT TSV task files")
-    return tasks
-
-
-def layer_job(names: Sequence[str], out: str | Path, *, corpus: str = "stdlib", size: int = 1000, seed: int = 0,
-              task_files: Sequence[str | Path] = (), pooling: str | None = None, max_tokens: int = PROBE_MAX_TOKENS,
-              extra: Sequence[Task] = (), roots: Sequence[Path] | None = None,
-              ) -> Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None]:
-    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.corpus.jobs.JobQueue.submit_call`: builds the
-    tasks (``extra``: tasks parsed already), then :func:`run_layers` into ``out``."""
-    names, task_files, extra = tuple(names), tuple(task_files), tuple(extra)
-
-    def call(bundle: ModelBundle, on_progress: Callable[[str, int, int], None], should_stop: Callable[[], bool]) -> None:
-        on_progress("building tasks", 0, 1)
-        tasks = build_tasks(names, corpus, size, seed, task_files, extra, roots)
-        run_layers(bundle, tasks, out, pooling=pooling, seed=seed, max_tokens=max_tokens, corpus=corpus,
-                   on_progress=on_progress, should_stop=should_stop)
-
-    return call
 
 
 def _write_json(path: Path, doc: dict) -> None:

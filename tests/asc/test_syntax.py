@@ -244,3 +244,18 @@ def test_lone_surrogate_is_an_input_error():
 
     with _pytest.raises(_InputError, match="surrogate"):
         _parse("x = '\ud800'\n")
+
+
+def test_covering_finds_the_smallest_named_node_around_a_span():
+    source = "def f(a, b):\n    return a <= b\n"
+    tree = parse(source)
+    at = source.index("<=")
+    node = tree.covering(at, at + 2)
+    assert tree.type[node] == "comparison_operator" and tree.text(node) == "a <= b"
+    anon = tree.covering(at, at + 2, named=False)
+    assert tree.type[anon] == "<=" and tree.text(anon) == "<="
+    name = tree.covering(4, 5)
+    assert tree.type[name] == "identifier" and tree.text(name) == "f"
+    whole = tree.covering(0, len(source.rstrip()))
+    assert tree.type[whole] == "function_definition"
+    assert tree.covering(0, len(source)) == 0  # only the module holds the trailing newline

@@ -335,8 +335,8 @@ def test_a_forged_eval_job_cannot_read_outside_the_shared_roots(tmp_path):
 def test_forged_probe_jobs_cannot_read_outside_the_shared_roots(tmp_path, kind):
     from asc.errors import AscError
     from asc.models import tiny_random_model
+    from probes.catalog import layer_job
     from probes.codesyntax.attention import attention_job
-    from probes.inspect.layers import layer_job
 
     corpus = str(_secret_folder(tmp_path))
     call = (layer_job(["KTX"], tmp_path / "out", corpus=corpus, size=20, roots=())

@@ -2,7 +2,7 @@
 
 Opens the inspector, explains the example, clicks a node in the partial AST, downloads the tokens
 CSV; opens Compare with the two embedded models (SmolLM2, Gemma) and the Global page on a small
-SmolLM2 run; on a fresh runs folder, opens /inspector directly and runs the Global page's one-click
+SmolLM2 run and the glueCode page on a small SmolLM2 run (its table, context plot, an item outlined); on a fresh runs folder, opens /inspector directly and runs the Global page's one-click
 demo until its figures appear; saves screenshots under test-output/. Marked ``browser`` (and ``real``: SmolLM2 and Gemma
 load); deselect with ``-m "not browser"``. Skipped (with the reason) where chromium is missing;
 `make test` installs it.
@@ -208,6 +208,37 @@ def test_global_page_in_chromium(server, browser):
     charts = page.locator("[data-testid='stPlotlyChart']")
     charts.first.scroll_into_view_if_needed()
     charts.first.screenshot(path=str(OUT / "global-bars.png"))
+    page.close()
+
+
+def test_gluecode_page_in_chromium(server, browser, runs_dir):
+    # a small real glueCode run (SmolLM2, hand-made items, two levels) where the server's page reads it
+    from asc.models import load_model
+    from probes.gluecode import runs
+    from tests.helpers import gluecode_items
+
+    folder = runs_dir / "gluecode"
+    tasks = ["NPATH", "OPS", "NAME", "CALL", "NULL"]
+    items = runs.build_or_load(folder, "toy", tasks, 4, 0, lambda task, *_: (gluecode_items(task), {}))
+    runs.run_gluecode(load_model("smollm2-135m"), items, folder, task_set="toy-4-seed0", contexts=["function", "file"])
+    page = _open(browser, server + "/benchmark-tasks", "Benchmark tasks (glueCode)")
+    page.wait_for_selector("text=Trivial baselines", timeout=120_000)
+    if page.get_by_text("Page not found").count():  # the server's very first session (see the test below)
+        page.keyboard.press("Escape")
+    assert page.locator("[data-testid='stException']").count() == 0
+    page.get_by_role("tab", name="By context level").click()
+    _charts(page, 1)
+    page.locator("[data-testid='stPlotlyChart']").first.screenshot(path=str(OUT / "gluecode-context.png"))
+    # an item: candidates ranked, the function explained by the sidebar's SmolLM2, the answer outlined
+    page.get_by_role("tab", name="Items").click()
+    tree = page.locator(".st-key-gc_treebox")
+    tree.wait_for(timeout=180_000)
+    _idle(page)
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert page.locator("pre.asc-seq span[style*='outline:2px']").count() >= 1
+    tree.scroll_into_view_if_needed()
+    assert tree.locator(".js-plotly-plot").count() == 1
+    page.screenshot(path=str(OUT / "gluecode-item.png"))
     page.close()
 
 

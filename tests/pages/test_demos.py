@@ -111,6 +111,19 @@ def test_attention_demo_scores_the_default_model(fresh, monkeypatch, tmp_path):
     assert new[0].corpus == f"attention maps: {short} ({jobs.DEMO_LIMIT})"
 
 
+@pytest.mark.slow
+def test_gluecode_demo_answers_the_algorithms_tasks_at_two_levels(fresh):
+    at, new = _click_demo("gluecode", JobKind.GLUECODE, fresh)
+    assert [job.model for job in new] == ["tiny-random"]
+    from probes.gluecode.runs import load_predictions
+
+    predictions = load_predictions(fresh / "gluecode", "algorithms-24-seed0")
+    assert {p.context for p in predictions} == {"function", "file"}
+    assert {p.task for p in predictions} == {"NPATH", "OPS", "NAME", "CALL", "NULL"}
+    assert {p.mode for p in predictions if p.task == "NAME"} == {"generate"}
+    assert at.dataframe[0].value["model"].iloc[0] == "tiny-random"  # Table 2
+
+
 def test_layer_demo_adds_the_minilm_baseline_for_a_real_default(monkeypatch):
     from asc.models import EMBEDDED
 

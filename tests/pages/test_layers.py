@@ -22,7 +22,8 @@ def test_layers_page_without_results_says_how_to_get_them(monkeypatch, tmp_path)
 
 
 def test_layers_page_runs_probes_and_plots_them(monkeypatch, tmp_path):
-    from probes.inspect.layers import layer_job, load_results
+    from probes.catalog import layer_job
+    from probes.inspect.layers import load_results
 
     tsv = tmp_path / "toy.tsv"
     toy_task().to_tsv(tsv)

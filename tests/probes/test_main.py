@@ -39,8 +39,15 @@ def test_cli_gluecode_builds_runs_and_prints_table2(tmp_path, capsys):
     text = capsys.readouterr().out
     assert code == 0 and "OPS: 24 items" in text
     assert "paper: Transformer (CodeBERTa)" in text and "most frequent operator" in text
-    assert (out / "tasks" / "algorithms" / "OPS.jsonl").is_file()
-    assert (out / "tiny-random" / "algorithms" / "OPS-function.jsonl").is_file()
+    assert (out / "tasks" / "algorithms-24-seed0" / "OPS.jsonl").is_file()
+    assert (out / "tiny-random" / "algorithms-24-seed0" / "OPS-function.jsonl").is_file()
+    assert json.loads((out / "tiny-random" / "algorithms-24-seed0" / "settings.json").read_text())["max_window"] == 2048
+    # resuming with another window is refused in one line, and the predictions stay
+    assert main(["gluecode", "--model", "tiny-random", "--tasks", "OPS", "--corpus", "algorithms", "--size", "24",
+                 "--context", "function", "--out", str(out), "--quiet", "--max-window", "512"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--max-window" in err
+    assert (out / "tiny-random" / "algorithms-24-seed0" / "OPS-function.jsonl").stat().st_size > 0
     assert main(["gluecode", "--tasks", "OPS", "--context", "global", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "function, file, callgraph" in err

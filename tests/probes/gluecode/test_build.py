@@ -29,6 +29,7 @@ from probes.gluecode.context import name_visible
 from probes.gluecode.items import MASK, NPATH_BUCKETS, OPERATORS, SPLITS, npath_bucket, split_of
 from probes.gluecode.masks import call_sites, name_ok, operator_sites, still_parses
 from probes.inspect.labels import npath
+from tests.helpers import npath_function
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -137,14 +138,6 @@ CHAINS = {1: [], 2: [1], 3: [2], 4: [1, 1], 6: [1, 2], 8: [1, 1, 1], 9: [2, 2], 
           24: [1, 1, 1, 2], 32: [1] * 5, 64: [1] * 6}  # NPath value: if/elif chains, each of c conditions
 
 
-def _npath_function(name: str, chains: list[int], k: int) -> str:
-    lines = [f"def {name}(x, y):", f'    """Paths of {name}."""', f"    r = {k}", "    s = r"]
-    for c in chains:
-        for j in range(c):
-            lines += [f"    {'if' if j == 0 else 'elif'} x > {j}:", f"        r += {j + 1}"]
-    return "\n".join(lines + ["    return r + s"]) + "\n"
-
-
 @pytest.fixture(scope="module")
 def npath_corpus(tmp_path_factory) -> tuple[Path, dict[str, int]]:
     root = tmp_path_factory.mktemp("npath")
@@ -155,7 +148,7 @@ def npath_corpus(tmp_path_factory) -> tuple[Path, dict[str, int]]:
             for value, chains in CHAINS.items():
                 name = f"paths_{package}_{value}"
                 expected[name] = value
-                text.append(_npath_function(name, chains, value))
+                text.append(npath_function(name, chains, value))
             _write(root, package, "\n\n".join(text))
     return root, expected
 
@@ -163,7 +156,7 @@ def npath_corpus(tmp_path_factory) -> tuple[Path, dict[str, int]]:
 def test_npath_labels_are_the_hand_computed_buckets(npath_corpus):
     root, expected = npath_corpus
     for name, value in expected.items():
-        src = _npath_function(name, CHAINS[value], value)
+        src = npath_function(name, CHAINS[value], value)
         assert npath(src) == value, name
     items = build_items("NPATH", str(root), size=48, seed=0)
     assert len(items) == 48

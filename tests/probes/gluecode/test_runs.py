@@ -22,13 +22,13 @@ def test_a_stopped_run_resumes_without_answering_twice(tiny, tmp_path, monkeypat
     monkeypatch.setattr(runs, "_CHUNK", 4)
     items = {"OPS": ops_items(20)}  # 10 test items: chunks of 4, 4, 2
     stops = iter([False, True])
-    runs.run_gluecode(tiny, items, tmp_path, corpus="toy", contexts=["function"], should_stop=lambda: next(stops, True))
+    runs.run_gluecode(tiny, items, tmp_path, task_set="toy", contexts=["function"], should_stop=lambda: next(stops, True))
     assert calls == [4]
-    runs.run_gluecode(tiny, items, tmp_path, corpus="toy", contexts=["function"])
+    runs.run_gluecode(tiny, items, tmp_path, task_set="toy", contexts=["function"])
     assert calls == [4, 4, 2]
     predictions = runs.load_predictions(tmp_path)
     assert sorted(p.item_id for p in predictions) == sorted(it.id for it in items["OPS"] if it.split == "test")
-    runs.run_gluecode(tiny, items, tmp_path, corpus="toy", contexts=["function"])
+    runs.run_gluecode(tiny, items, tmp_path, task_set="toy", contexts=["function"])
     assert calls == [4, 4, 2]  # nothing left to answer
 
 
@@ -42,16 +42,21 @@ def test_task_sets_are_built_once_per_size_and_seed(tmp_path):
     a = runs.build_or_load(tmp_path, "toy", ["OPS"], 6, 0, builder)
     b = runs.build_or_load(tmp_path, "toy", ["OPS"], 6, 0, builder)
     assert built == [("OPS", 6, 0)] and [it.id for it in a["OPS"]] == [it.id for it in b["OPS"]]
-    runs.build_or_load(tmp_path, "toy", ["OPS"], 6, 1, builder)  # another seed: built again
-    assert len(built) == 2
-    header, _ = load_items(runs.task_file(tmp_path, "toy", "OPS"))
+    runs.build_or_load(tmp_path, "toy", ["OPS"], 6, 1, builder)  # another seed: another set, beside the first
+    assert len(built) == 2 and runs.set_name("toy", 6, 1) == "toy-6-seed1"
+    header, _ = load_items(runs.task_file(tmp_path, "toy-6-seed1", "OPS"))
     assert header["provenance"] == {"n": 6, "corpus": "toy", "size": 6, "seed": 1}
+    assert runs.task_file(tmp_path, "toy-6-seed0", "OPS").is_file()
+    # a file of another set copied into a set's folder is refused, never overwritten
+    runs.task_file(tmp_path, "toy-6-seed1", "OPS").replace(runs.task_file(tmp_path, "toy-6-seed0", "OPS"))
+    with pytest.raises(Exception, match="move it out"):
+        runs.build_or_load(tmp_path, "toy", ["OPS"], 6, 0, builder)
     with pytest.raises(Exception, match="choose among"):
         runs.build_or_load(tmp_path, "toy", ["NOPE"], 6, 0, builder)
 
 
 def test_table2_puts_models_beside_the_papers_rows(tiny, tmp_path):
-    runs.run_gluecode(tiny, {"OPS": ops_items(8)}, tmp_path, corpus="toy", contexts=["function", "file"])
+    runs.run_gluecode(tiny, {"OPS": ops_items(8)}, tmp_path, task_set="toy", contexts=["function", "file"])
     table = runs.table2(accuracy_table(runs.load_predictions(tmp_path)))
     assert list(table.columns) == ["model", "context", "NPATH", "OPS", "NAME", "CALL", "NULL"]
     ours = table[table["model"] == "tiny-random"]
@@ -59,3 +64,52 @@ def test_table2_puts_models_beside_the_papers_rows(tiny, tmp_path):
     paper = table[table["model"] == "paper: Transformer (CodeBERTa)"].iloc[0]
     assert (paper["NPATH"], paper["OPS"], paper["NAME"], paper["CALL"], paper["NULL"]) == (0.747, 0.782, 0.389, 0.534,
                                                                                          0.239)
+
+
+def test_table2_orders_levels_local_to_global(tiny, tmp_path):
+    runs.run_gluecode(tiny, {"OPS": ops_items(6)}, tmp_path, task_set="toy", contexts=["callgraph", "file", "function"])
+    table = runs.table2(accuracy_table(runs.load_predictions(tmp_path)))
+    assert list(table[table["model"] == "tiny-random"]["context"]) == ["function", "file", "callgraph"]
+
+
+def test_a_run_goes_level_by_level_and_reports_progress_inside_chunks(tiny, tmp_path):
+    seen = []
+    items = {"OPS": ops_items(6), "NPATH": [
+        Item(task="NPATH", id=f"NPATH/{k}", split="test", module="m", function=f"def g{k}():\n    return {k}\n",
+             label="1", candidates=("1", "2")) for k in range(3)]}
+    runs.run_gluecode(tiny, items, tmp_path, task_set="toy", contexts=["function", "file"],
+                      on_progress=lambda stage, done, total: seen.append((stage, done, total)))
+    stages = list(dict.fromkeys(stage for stage, _, _ in seen))
+    assert stages == ["OPS function", "NPATH function", "OPS file", "NPATH file"]  # every task at a level first
+    ops = [(d, t) for s, d, t in seen if s == "OPS function"]
+    assert ops[-1] == (3, 3) and all(0 <= d <= t for d, t in ops) and len(ops) > 2  # per item, not per chunk
+
+
+def test_predictions_of_one_corpus_and_task_sets_read_back(tiny, tmp_path):
+    runs.run_gluecode(tiny, {"OPS": ops_items(4)}, tmp_path, task_set="one", contexts=["function"])
+    runs.run_gluecode(tiny, {"OPS": ops_items(8)}, tmp_path, task_set="two", contexts=["function"])
+    assert len(runs.load_predictions(tmp_path, "one")) == 2 and len(runs.load_predictions(tmp_path, "two")) == 4
+    assert len(runs.load_predictions(tmp_path)) == 6
+    runs.build_or_load(tmp_path, "one", ["OPS"], 4, 0, lambda *a: (ops_items(4), {}))
+    sets = runs.load_task_sets(tmp_path)
+    assert list(sets) == ["one-4-seed0"] and [it.id for it in sets["one-4-seed0"]["OPS"]] == [
+        it.id for it in ops_items(4)]
+
+
+def test_resuming_with_another_window_is_refused(tiny, tmp_path):
+    items = {"OPS": ops_items(4)}
+    runs.run_gluecode(tiny, items, tmp_path, task_set="toy", contexts=["function"], max_window=64)
+    runs.run_gluecode(tiny, items, tmp_path, task_set="toy", contexts=["function"], max_window=64)  # same: fine
+    with pytest.raises(Exception, match="--max-window"):
+        runs.run_gluecode(tiny, items, tmp_path, task_set="toy", contexts=["function"])
+    assert len(runs.load_predictions(tmp_path)) == 2  # nothing lost
+
+
+def test_the_job_builds_then_answers(tiny, tmp_path, monkeypatch):
+    monkeypatch.setattr(runs, "build_task", lambda task, corpus, size, seed: (ops_items(size), {}))
+    monkeypatch.setattr(runs.build_or_load, "__defaults__", (runs.build_task,))
+    stages = []
+    call = runs.gluecode_job(["OPS"], "toy", tmp_path, contexts=["function"], size=4)
+    call(tiny, lambda stage, done, total: stages.append(stage), lambda: False)
+    assert stages[0] == "building tasks" and "OPS function" in stages
+    assert sorted(p.item_id for p in runs.load_predictions(tmp_path, "toy-4-seed0")) == ["OPS/1", "OPS/3"]

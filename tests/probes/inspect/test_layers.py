@@ -1,4 +1,5 @@
-"""probes.inspect.layers: result files, resume, tables, Table III normalization and the background job.
+"""probes.inspect.layers: result files, resume, tables, Table III normalization; probes.catalog's task building
+and background job (glueCode's tasks in the catalogue: tests/probes/test_catalog.py).
 
 The command line (``python -m probes layers``) is tested in tests/probes/test_main.py."""
 
@@ -10,11 +11,10 @@ import pytest
 
 from asc.corpus.jobs import JobKind, JobQueue
 from asc.models import tiny_random_model
+from probes.catalog import build_tasks, layer_job
 from probes.inspect import layers as L
 from probes.inspect.layers import (
     best_layer_table,
-    build_tasks,
-    layer_job,
     load_results,
     normalized_table,
     result_path,
