@@ -152,7 +152,9 @@ with confusion_tab:
                          help="OPS: the best operator among those that keep the function parseable")
     chosen = [p for p in predictions if p.model == cmodel and p.task == ctask and p.context == clevel
               and (ctask != "NAME" or p.mode == "generate")]
-    if ctask in CONFUSION_TASKS:
+    if not chosen:
+        st.info("This model has not answered this task yet: choose another model or task.")
+    elif ctask in CONFUSION_TASKS:
         table = confusion(chosen, ctask, parses=parses)
         fig = confusion_figure(table, f"{cmodel} · {ctask} · {CONTEXT_LABELS.get(clevel, clevel)}: "
                                       f"{sum(p.correct for p in chosen)}/{len(chosen)} right")
@@ -164,8 +166,9 @@ with confusion_tab:
                            "text/csv", key="gc_dl_cm_csv", on_click="ignore")
     else:
         st.caption(f"{ctask} has too many classes for a matrix: its most frequent mistakes instead.")
-    st.markdown("**Most frequent mistakes**")
-    st.dataframe(mistakes(chosen), hide_index=True, width="stretch")
+    if chosen:
+        st.markdown("**Most frequent mistakes**")
+        st.dataframe(mistakes(chosen), hide_index=True, width="stretch")
 
 with items_tab:
     k1, k2, k3, k4 = st.columns(4)
@@ -175,7 +178,7 @@ with items_tab:
     answers = [p for p in predictions if p.model == imodel and p.task == itask and p.context == ilevel
                and p.item_id in by_id and (which == "all" or p.correct == (which == "right"))]
     if not answers:
-        st.info("No item of this kind: choose another filter.")
+        st.info("No item of this kind: choose another filter, task or model.")
         st.stop()
     labels = {i: f"{'✓' if p.correct else '✗'} {p.item_id} ({p.mode})" for i, p in enumerate(answers)}
     pick = st.selectbox("Item", list(labels), format_func=labels.get, key="gc_it_pick")

@@ -78,3 +78,21 @@ def test_gluecode_page_shows_a_run_made_through_the_queue(gluecode_runs):
     tree = next(s for s in charts(at) if s["layout"]["title"]["text"].startswith("partial AST"))
     assert any(t.get("name") == "selected" for t in tree["data"])
     assert any(item.label in h.proto.body and "outline:2px" in h.proto.body for h in at.get("html"))
+
+
+def test_a_model_that_has_not_answered_a_task_gets_a_line_not_an_error(gluecode_runs, tiny):
+    items = runs.build_or_load(gluecode_runs, "toy", ["OPS", "CALL"], 4, 0, lambda task, *_: (toy_items(task), {}))
+    runs.run_gluecode(tiny, {"OPS": items["OPS"], "CALL": items["CALL"]}, gluecode_runs, task_set="toy-4-seed0",
+                      contexts=["function"])
+    other = runs.prediction_file(gluecode_runs, "tiny-random", "toy-4-seed0", "OPS", "function")
+    twin = runs.prediction_file(gluecode_runs, "other-model", "toy-4-seed0", "CALL", "function")
+    twin.parent.mkdir(parents=True)
+    twin.write_text(other.read_text().replace('"task": "OPS"', '"task": "CALL"').replace(
+        '"model": "tiny-random"', '"model": "other-model"').replace('"item_id": "OPS/', '"item_id": "CALL/'))
+    at = AppTest.from_file(GLUECODE_PAGE, default_timeout=300)
+    at.run()
+    assert not at.exception
+    at.selectbox(key="gc_cm_model").set_value("other-model").run()
+    at.selectbox(key="gc_cm_task").set_value("OPS").run()
+    assert not at.exception
+    assert any("has not answered this task" in i.value for i in at.info)
