@@ -1,9 +1,11 @@
 """Render the README's result figures to PNG from run folders (Playwright + Debian's chromium, offline).
 
-    .venv/bin/python docs/render_figures.py --layers runs/layers --attention runs/attention
+    .venv/bin/python docs/render_figures.py --layers runs/layers --attention runs/attention \
+        --gluecode runs/gluecode-repro --gluecode-set stdlib-120-seed0
 
-Writes ``docs/layers-<model>.png`` (task x layer heatmaps), ``docs/layers-best.png`` and
-``docs/attention-<model>.png`` (the head heatmap of If:if->test). The figures are the app's own
+Writes ``docs/layers-<model>.png`` (task x layer heatmaps), ``docs/layers-best.png``,
+``docs/attention-<model>.png`` (the head heatmap of If:if->test) and ``docs/gluecode-context.png`` (glueCode's
+accuracy by context level, every model of the task set). The figures are the app's own
 (``probes.figures``); plotly.js is inlined, so no network is needed.
 """
 
@@ -40,6 +42,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--layers", default="runs/layers")
     ap.add_argument("--attention", default="runs/attention")
+    ap.add_argument("--gluecode", default="runs/gluecode")
+    ap.add_argument("--gluecode-set", default="", help="the task set to draw (default: the first)")
     ap.add_argument("--out", default=str(ROOT / "docs"))
     args = ap.parse_args()
     from probes.catalog import LAYER_TASKS
@@ -61,7 +65,25 @@ def main() -> None:
         figs[f"attention-{run.model}"] = head_heatmap(run.scores.layer_head("If:if->test", "first", 1, "test"),
                                                       "If:if->test", (int(row["layer"]), int(row["head"])),
                                                       "test hit rate @ 1")
+    figs.update(_gluecode_figures(Path(args.gluecode), args.gluecode_set))
     _shoot(figs, Path(args.out))
+
+
+def _gluecode_figures(folder: Path, task_set: str) -> dict[str, object]:
+    from probes.gluecode.browse import context_frame
+    from probes.gluecode.figures import context_figure
+    from probes.gluecode.runs import load_predictions, load_task_sets
+    from probes.gluecode.zeroshot import accuracy_table, baselines
+
+    sets = load_task_sets(folder) if folder.is_dir() else {}
+    name = task_set or next(iter(sets), "")
+    if name not in sets:
+        return {}
+    predictions = load_predictions(folder, name)
+    items = [it for task_items in sets[name].values() for it in task_items]
+    frame = context_frame(accuracy_table(predictions), baselines(items))
+    return {"gluecode-context": context_figure(frame, f"glueCode, task set {name}, zero-shot: "
+                                                      "does context beyond the function help?")}
 
 
 if __name__ == "__main__":

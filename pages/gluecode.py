@@ -97,7 +97,8 @@ with table_tab:
     wide = table2(accuracy)
     st.dataframe(wide, hide_index=True, width="stretch",
                  column_config={t: st.column_config.NumberColumn(format="%.3f") for t in TASKS})
-    st.caption("Test split. NAME: character-level BLEU of the generated name; the others: accuracy (exact match). "
+    st.caption("Test split. NAME: character-level BLEU of the generated name; the others: accuracy (exact match); "
+               "items that do not fit the window at a level are skipped there (counted in the full table). "
                "Rows named *paper:* are glueCode's Table 2: Java, models fine-tuned on each task; ours are Python "
                "and zero-shot, so they are a reference point, not a race. " + NULL_CAVEAT)
     st.markdown("**Trivial baselines** (fitted on the dev split, scored on test)")
@@ -151,7 +152,7 @@ with confusion_tab:
     parses = g4.checkbox("Only operators that parse", key="gc_cm_parses", disabled=ctask != "OPS",
                          help="OPS: the best operator among those that keep the function parseable")
     chosen = [p for p in predictions if p.model == cmodel and p.task == ctask and p.context == clevel
-              and (ctask != "NAME" or p.mode == "generate")]
+              and (ctask != "NAME" or p.mode == "generate") and not p.skipped]
     if not chosen:
         st.info("This model has not answered this task yet: choose another model or task.")
     elif ctask in CONFUSION_TASKS:
@@ -180,7 +181,8 @@ with items_tab:
     if not answers:
         st.info("No item of this kind: choose another filter, task or model.")
         st.stop()
-    labels = {i: f"{'✓' if p.correct else '✗'} {p.item_id} ({p.mode})" for i, p in enumerate(answers)}
+    labels = {i: f"{'–' if p.skipped else '✓' if p.correct else '✗'} {p.item_id} ({p.mode})"
+              for i, p in enumerate(answers)}
     pick = st.selectbox("Item", list(labels), format_func=labels.get, key="gc_it_pick")
     answer = answers[pick]
     item = by_id[answer.item_id]
@@ -202,7 +204,9 @@ with items_tab:
             with st.expander(f"The whole {CONTEXT_LABELS[ilevel]} context ({len(item.context(ilevel)):,} characters)"):
                 st.code(item.context(ilevel), language="python")
     with right:
-        if answer.candidates:
+        if answer.skipped:
+            st.warning(f"Not answered at this level, left out of the metrics: {widgets.plain(answer.skipped)}")
+        elif answer.candidates:
             cands = candidate_table(answer.candidates, answer.logliks, answer.label, answer.prediction)
             st.plotly_chart(candidates_figure(cands, f"{len(cands)} candidates ranked by {imodel}"), key="gc_cands")
             st.download_button("Candidates (CSV)", lambda: csv_text(cands), f"{itask}-candidates.csv", "text/csv",

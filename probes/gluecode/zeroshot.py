@@ -83,7 +83,7 @@ NULL_NONE_TEXT = "nothing"  # how NO_WARNING reads in a NULL text
 NAME_MODES = ("generate", "rank")
 SCOPES = ("text", "line")  # ranked text scored to its end, or to the end of the MASK's line
 DEFAULT_SCOPE = {"OPS": "text", "NAME": "text", "NULL": "line", "NPATH": "text"}
-TABLE_COLUMNS = ["model", "task", "mode", "context", "metric", "n", "value", "ci_low", "ci_high"]
+TABLE_COLUMNS = ["model", "task", "mode", "context", "metric", "n", "skipped", "value", "ci_low", "ci_high"]
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,10 @@ class Prediction:
     ``forward_tokens`` is what the model ran (the cost). ``parses_prediction``: OPS only, the best operator among
     those that keep the function parseable. ``kind``: CALL only, ``api`` or ``local``. For generated answers
     ``forward_tokens`` counts the prompt's tokens (generation adds at most ``max_new_tokens`` cached steps) and
-    ``seconds`` is the time of the batch the item ran in divided by its size.
+    ``seconds`` is the time of the batch the item ran in divided by its size. ``skipped``: why the item could not
+    be answered at this level (e.g. its candidates differ over more tokens than the window holds: a name masked
+    at both ends of a long file); such predictions are kept, so a resumed run does not retry them, and left out of
+    every metric (:func:`accuracy_table` counts them).
     """
 
     item_id: str
@@ -116,6 +119,7 @@ class Prediction:
     seconds: float = 0.0
     parses_prediction: str = ""
     kind: str = ""
+    skipped: str = ""
 
 
 # ------------------------------------------------------------------------------------------------- texts
@@ -263,9 +267,15 @@ def predict(bundle: ModelBundle, items: Sequence[Item], context: str = "function
             continue
         cands, texts, ends = _ranked_texts(item, context, scopes.get(item.task, "text"))
         start = time.perf_counter()
-        with bundle.lock, torch.inference_mode():
-            ranked = rank_texts(bundle, texts, ends=ends, max_window=max_window, batch_tokens=batch_tokens,
-                                prefix_cache=prefix_cache)
+        try:
+            with bundle.lock, torch.inference_mode():
+                ranked = rank_texts(bundle, texts, ends=ends, max_window=max_window, batch_tokens=batch_tokens,
+                                    prefix_cache=prefix_cache)
+        except InputError as err:  # this item does not fit the window: recorded, left out of the metrics
+            out[j] = Prediction(item.id, item.task, "rank", context, model, item.label, "", False, 0.0, cands,
+                                skipped=str(err))
+            tick()
+            continue
         seconds = time.perf_counter() - start
         best = cands[int(np.argmax(ranked.logliks))]
         parses = ""
@@ -319,18 +329,19 @@ def _interval(values: np.ndarray, n_boot: int, seed: int) -> tuple[float, float]
     return float(lo), float(hi)
 
 
-def _row(keys: dict, metric: str, values: Sequence[float], n_boot: int, seed: int) -> dict:
+def _row(keys: dict, metric: str, values: Sequence[float], n_boot: int, seed: int, skipped: int = 0) -> dict:
     arr = np.asarray(values, dtype=np.float64)
     lo, hi = _interval(arr, n_boot, seed)
-    return {**keys, "metric": metric, "n": int(len(arr)), "value": float(arr.mean()) if len(arr) else float("nan"),
-            "ci_low": lo, "ci_high": hi}
+    return {**keys, "metric": metric, "n": int(len(arr)), "skipped": skipped,
+            "value": float(arr.mean()) if len(arr) else float("nan"), "ci_low": lo, "ci_high": hi}
 
 
 def accuracy_table(predictions: Iterable[Prediction], *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Per model, task, mode and context: ``metric``, ``n``, ``value`` and a seeded bootstrap 95% interval
     (``ci_low``, ``ci_high``). Metrics: ``accuracy``; for NAME generation ``char-BLEU`` and ``exact match``; for
     OPS also ``accuracy (still parses)``; for CALL also ``accuracy (api)`` and ``accuracy (local)`` (where the
-    predictions hold that kind)."""
+    predictions hold that kind). Skipped predictions (:attr:`Prediction.skipped`) are counted in ``skipped`` and
+    left out of ``n`` and of the value."""
     groups: dict[tuple[str, str, str, str], list[Prediction]] = {}
     for p in predictions:
         groups.setdefault((p.model, p.task, p.mode, p.context), []).append(p)
@@ -338,17 +349,18 @@ def accuracy_table(predictions: Iterable[Prediction], *, n_boot: int = 1000, see
     order = {t: i for i, t in enumerate(TASKS)}
     for key in sorted(groups, key=lambda k: (k[0], order.get(k[1], 99), k[2], CONTEXTS.index(k[3])
                                                   if k[3] in CONTEXTS else 99)):
-        preds = groups[key]
+        preds = [p for p in groups[key] if not p.skipped]
+        skipped = len(groups[key]) - len(preds)
         keys = dict(zip(("model", "task", "mode", "context"), key))
         exact = [float(p.correct) for p in preds]
         if key[1] == "NAME" and key[2] == "generate":
-            rows.append(_row(keys, "char-BLEU", [p.score for p in preds], n_boot, seed))
-            rows.append(_row(keys, "exact match", exact, n_boot, seed))
+            rows.append(_row(keys, "char-BLEU", [p.score for p in preds], n_boot, seed, skipped))
+            rows.append(_row(keys, "exact match", exact, n_boot, seed, skipped))
             continue
-        rows.append(_row(keys, "accuracy", exact, n_boot, seed))
+        rows.append(_row(keys, "accuracy", exact, n_boot, seed, skipped))
         if key[1] == "OPS":
             rows.append(_row(keys, "accuracy (still parses)",
-                             [float(p.parses_prediction == p.label) for p in preds], n_boot, seed))
+                             [float(p.parses_prediction == p.label) for p in preds], n_boot, seed, skipped))
         if key[1] == "CALL":
             for kind in ("api", "local"):
                 of_kind = [float(p.correct) for p in preds if p.kind == kind]

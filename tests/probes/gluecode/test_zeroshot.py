@@ -485,3 +485,19 @@ def test_smollm2_prefix_cache_matches_whole_texts(smol):
         whole = rank_texts(smol, texts, prefix_cache=False)
     assert np.allclose(cached.logliks, whole.logliks, atol=2e-3)
     assert int(np.argmax(cached.logliks)) == int(np.argmax(whole.logliks))
+
+
+def test_an_item_wider_than_the_window_is_skipped_and_left_out_of_the_metrics(tiny):
+    # the name is masked on the first and the last line: every candidate differs over the whole text
+    body = "\n".join(f"    total = total + {k}" for k in range(30))
+    far = _item("NAME", "NAME/far", f"def {MASK}(n):\n    total = 0\n{body}\n    return {MASK}(n - 1)\n", "count",
+                ("count", "total", "add"))
+    near = _item("NAME", "NAME/near", f"def {MASK}(n):\n    return n\n", "ident", ("ident", "other"))
+    preds = Z.predict(tiny, [far, near], "function", name_modes=("rank",), max_window=48)
+    by_id = {p.item_id: p for p in preds}
+    assert "window" in by_id["NAME/far"].skipped and by_id["NAME/far"].prediction == ""
+    assert by_id["NAME/near"].skipped == "" and by_id["NAME/near"].prediction in ("ident", "other")
+    table = Z.accuracy_table(preds)
+    row = table[(table["task"] == "NAME") & (table["mode"] == "rank")].iloc[0]
+    assert (row["n"], row["skipped"]) == (1, 1)
+    assert row["value"] == float(by_id["NAME/near"].correct)
