@@ -19,7 +19,10 @@ model to write (tokenizers merge a space with the next word, see :mod:`asc.gener
 Windows: texts longer than the window (the model's context, capped by ``max_window``) are cut from the far end.
 For prompts that is the start. For ranked texts the start is cut first; the end of the text is cut too only when
 what follows the differing tokens would leave less than half of the window to what precedes them. Leading special
-tokens (a BOS) are kept. The number of tokens cut is returned with every result.
+tokens (a BOS) are kept, and so is a *head* the caller names (``head_chars``: the call-graph stubs that open a
+``callgraph`` context, which cutting from the start would otherwise remove first, making that level equal to the
+file level for any long file): the cut then falls between the head and the rest, and a head longer than half the
+window keeps its first half-window of tokens. The number of tokens cut is returned with every result.
 """
 
 from __future__ import annotations
@@ -97,12 +100,16 @@ def _ids(bundle: ModelBundle, text: str, end: int | None = None) -> list[int]:
     return keep
 
 
-def _n_lead(bundle: ModelBundle, ids: Sequence[int]) -> int:
+def _n_lead(bundle: ModelBundle, ids: Sequence[int], text: str = "", head_chars: int = 0) -> int:
+    """Tokens at the start of ``ids`` (the tokens of ``text``) that a cut keeps: leading special tokens, and the
+    tokens that start within the first ``head_chars`` characters of ``text``."""
     special = set(bundle.tokenizer.all_special_ids)
     n = 0
     while n < len(ids) - 1 and ids[n] in special:
         n += 1
-    return n
+    if head_chars > 0 and text:
+        n = max(n, len(_ids(bundle, text, head_chars)))  # the head's tokens, in the whole text's tokenization
+    return min(n, len(ids) - 1)
 
 
 def _common_prefix(seqs: Sequence[Sequence[int]]) -> int:
@@ -150,10 +157,11 @@ def _batches(lengths: Sequence[int], fixed: int, budget: int, rows_cap: int) -> 
 
 def rank_texts(bundle: ModelBundle, texts: Sequence[str], *, ends: Sequence[int] | None = None,
                max_window: int = DEFAULT_MAX_WINDOW, batch_tokens: int = DEFAULT_BATCH_TOKENS,
-               prefix_cache: bool = True) -> Ranked:
+               prefix_cache: bool = True, head_chars: int = 0) -> Ranked:
     """Log-likelihood of each of ``texts`` from the first token where they differ to their end (see module doc),
     or with ``ends`` to the last token that starts before character ``ends[i]`` of ``texts[i]`` (each text keeps
-    its own whole-text tokenization, only the scoring stops).
+    its own whole-text tokenization, only the scoring stops). ``head_chars``: characters at the start of every
+    text that a cut keeps (see module doc; they must be common to all texts).
 
     Call it under ``bundle.lock`` and ``torch.inference_mode`` (as :func:`probes.gluecode.zeroshot.predict` does).
     """
@@ -168,12 +176,12 @@ def rank_texts(bundle: ModelBundle, texts: Sequence[str], *, ends: Sequence[int]
     shortest = min(len(s) for s in seqs)
     if shortest < 1:
         raise InputError("a candidate text has no tokens: give non-empty texts to rank")
-    lead = _n_lead(bundle, seqs[0])
+    win = window(bundle, max_window)
+    lead = _n_lead(bundle, seqs[0], texts[0], head_chars)
     p = min(_common_prefix(seqs), shortest - 1)  # every candidate keeps at least one token of its own
-    lead = min(lead, p)
+    lead = min(lead, p, max(_n_lead(bundle, seqs[0]), win // 2))
     q = _common_suffix(seqs, max(0, shortest - p - 1))
     middle = max(len(s) - p - q for s in seqs)
-    win = window(bundle, max_window)
     free = win - lead - middle
     if free < 0:
         raise InputError(f"the candidates differ over {middle} tokens, more than the window of {win}: raise "
@@ -289,10 +297,11 @@ def _finished(text: str) -> bool:
 
 
 def generate_identifiers(bundle: ModelBundle, prompts: Sequence[str], *, max_new_tokens: int = 16,
-                         max_window: int = DEFAULT_MAX_WINDOW, batch_tokens: int = DEFAULT_BATCH_TOKENS
-                         ) -> list[Generated]:
+                         max_window: int = DEFAULT_MAX_WINDOW, batch_tokens: int = DEFAULT_BATCH_TOKENS,
+                         head_chars: Sequence[int] | None = None) -> list[Generated]:
     """Greedy continuations of ``prompts`` and the leading identifier of each (see module doc), in the order of
-    ``prompts``. Call under ``bundle.lock`` and ``torch.inference_mode``."""
+    ``prompts``; ``head_chars[i]``: characters at the start of prompt ``i`` that a cut keeps. Call under
+    ``bundle.lock`` and ``torch.inference_mode``."""
     import torch
 
     if max_new_tokens < 1:
@@ -303,10 +312,13 @@ def generate_identifiers(bundle: ModelBundle, prompts: Sequence[str], *, max_new
     tok = bundle.tokenizer
     device = model_device(bundle.model)
     prepared = []
-    for text in prompts:
+    if head_chars is not None and len(head_chars) != len(prompts):
+        raise InputError(f"{len(head_chars)} head lengths for {len(prompts)} prompts: give one per prompt")
+    for i, text in enumerate(prompts):
         ids = _ids(bundle, text.rstrip())
-        lead = _n_lead(bundle, ids)
         room = win - max_new_tokens
+        lead = _n_lead(bundle, ids, text.rstrip(), head_chars[i] if head_chars is not None else 0)
+        lead = min(lead, max(_n_lead(bundle, ids), room // 2))
         cut = max(0, len(ids) - room)
         prepared.append((ids[:lead] + ids[lead + cut:], len(ids), cut))
     pad = _pad_id(bundle)

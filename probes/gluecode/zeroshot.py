@@ -160,6 +160,12 @@ def _call_prompt(item: Item, level: str) -> str:
     return _text(item, level).split(MASK, 1)[0]
 
 
+def _head(item: Item, level: str) -> int:
+    """Characters at the start of the item's text at ``level`` that a cut to the window keeps: the call-graph
+    stubs (and the blank lines after them) of a ``callgraph`` context, which opens with them."""
+    return len(item.callgraph) + 2 if level == "callgraph" and item.callgraph else 0
+
+
 def _still_parses(item: Item, candidates: Sequence[str]) -> tuple[str, ...]:
     """The operators of ``meta["parses"]``, else those with which the dedented function parses (all when even the
     label does not: the function is a fragment :mod:`ast` cannot judge)."""
@@ -270,7 +276,7 @@ def predict(bundle: ModelBundle, items: Sequence[Item], context: str = "function
         try:
             with bundle.lock, torch.inference_mode():
                 ranked = rank_texts(bundle, texts, ends=ends, max_window=max_window, batch_tokens=batch_tokens,
-                                    prefix_cache=prefix_cache)
+                                    prefix_cache=prefix_cache, head_chars=_head(item, context))
         except InputError as err:  # this item does not fit the window: recorded, left out of the metrics
             out[j] = Prediction(item.id, item.task, "rank", context, model, item.label, "", False, 0.0, cands,
                                 skipped=str(err))
@@ -294,7 +300,8 @@ def predict(bundle: ModelBundle, items: Sequence[Item], context: str = "function
             start = time.perf_counter()
             with bundle.lock, torch.inference_mode():
                 got = generate_identifiers(bundle, prompts[lo: lo + step], max_new_tokens=max_new_tokens,
-                                           max_window=max_window, batch_tokens=batch_tokens)
+                                           max_window=max_window, batch_tokens=batch_tokens,
+                                           head_chars=[_head(item, context) for _, item in gen_jobs[lo: lo + step]])
             seconds = (time.perf_counter() - start) / max(1, len(got))
             for (j, item), gen in zip(gen_jobs[lo: lo + step], got):
                 pred = gen.identifier

@@ -501,3 +501,59 @@ def test_an_item_wider_than_the_window_is_skipped_and_left_out_of_the_metrics(ti
     row = table[(table["task"] == "NAME") & (table["mode"] == "rank")].iloc[0]
     assert (row["n"], row["skipped"]) == (1, 1)
     assert row["value"] == float(by_id["NAME/near"].correct)
+
+
+def _record_inputs(bundle: ModelBundle):
+    seen: list = []
+    hook = bundle.model.register_forward_pre_hook(
+        lambda m, args, kwargs: seen.append(kwargs.get("input_ids", args[0] if args else None)), with_kwargs=True)
+    return seen, hook
+
+
+def test_a_cut_keeps_the_call_graph_head_of_a_long_context(own):
+    # the call graph's stubs open the text: a cut from the start would remove them first
+    head = "# calls g\n\n"  # 10 tokens of the tiny tokenizer: under half of the 40-token window
+    filler = "".join(f"value_{k} = {k}\n" for k in range(40))
+    texts = [f"{head}{filler}result = a {op} b\n" for op in ("+", "-", "*")]
+    head_ids = own.tokenizer(head)["input_ids"]
+    for keep in (0, len(head)):
+        seen, hook = _record_inputs(own)
+        try:
+            with torch.inference_mode():
+                ranked = rank_texts(own, texts, max_window=40, prefix_cache=False, head_chars=keep)
+        finally:
+            hook.remove()
+        first = seen[0][0].tolist()
+        assert ranked.cut_tokens > 0
+        assert (first[:len(head_ids) - 1] == head_ids[:-1]) == bool(keep)  # kept only when asked
+    prompts = [f"{head}{filler}result = "]
+    for keep in (None, [len(head)]):
+        seen, hook = _record_inputs(own)
+        try:
+            with torch.inference_mode():
+                (gen,) = generate_identifiers(own, prompts, max_new_tokens=2, max_window=40, head_chars=keep)
+        finally:
+            hook.remove()
+        assert gen.cut_tokens > 0 and len(seen[0][0]) <= 40
+        assert (seen[0][0].tolist()[:len(head_ids) - 1] == head_ids[:-1]) == bool(keep)
+
+
+def test_predict_keeps_the_stubs_at_the_callgraph_level_only(own):
+    stubs = "# g: ..."
+    filler = "".join(f"value_{k} = {k}\n" for k in range(40))
+    item = _item("OPS", "OPS/cg", f"def f(a, b):\n    return a {MASK} b\n", "+", OPERATORS,
+                 file=f"{filler}def f(a, b):\n    return a {MASK} b\n", callgraph=stubs)
+    assert Z._head(item, "callgraph") == len(stubs) + 2 and Z._head(item, "file") == 0
+    seen, hook = _record_inputs(own)
+    try:
+        (pred,) = Z.predict(own, [item], "callgraph", max_window=48)
+    finally:
+        hook.remove()
+    stub_ids = own.tokenizer(stubs)["input_ids"]
+    assert pred.cut_tokens > 0 and seen[0][0].tolist()[:len(stub_ids)] == stub_ids
+    seen, hook = _record_inputs(own)
+    try:
+        Z.predict(own, [item], "file", max_window=48)
+    finally:
+        hook.remove()
+    assert seen[0][0].tolist()[:len(stub_ids)] != stub_ids  # the file level has no stubs to keep
