@@ -235,7 +235,8 @@ def test_gluecode_page_in_chromium(server, browser, runs_dir):
     tree.wait_for(timeout=180_000)
     _idle(page)
     assert page.locator("[data-testid='stException']").count() == 0
-    assert page.locator("pre.asc-seq span[style*='outline:2px']").count() >= 1
+    assert page.locator("pre.asc-seq span[data-token]").count() > 10  # the function, token by token
+    assert page.get_by_text("Outlined: node").count() == 1  # NPATH's answer: the function_definition node
     tree.scroll_into_view_if_needed()
     assert tree.locator(".js-plotly-plot").count() == 1
     page.screenshot(path=str(OUT / "gluecode-item.png"))
