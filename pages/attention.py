@@ -26,7 +26,6 @@ st.caption("Do attention heads follow the syntax of code better than trivial bas
            "reported on the other half (test), next to the offset and keyword baselines on the same edges.")
 
 root = asc_paths.attention_dir()
-queue = jobs.job_queue()
 with st.expander("Score a model's heads", expanded=not attention_runs(root)):
     c1, c2, c3 = st.columns([3, 2, 1])
     models = widgets.model_picker(c1, "Models", embedded_names(), [asc_paths.default_model()], "at")
@@ -44,10 +43,8 @@ with st.expander("Score a model's heads", expanded=not attention_runs(root)):
         # the page shows the snippets a run read: a corpus outside the allowed folders is never submitted
         elif guards.allowed(models, corpus, widgets.trust_remote_code()):
             for model in models:
-                queue.submit_call(JobKind.ATTENTION, model, f"attention maps: {corpus} ({int(limit)})", root,
-                                  attention_job(corpus, root, spec=model, limit=int(limit),
-                                                roots=access.policy().corpus_roots), owner=jobs.owner(),
-                                  trust_remote_code=widgets.trust_remote_code(), **widgets.placement())
+                jobs.submit(JobKind.ATTENTION, model, f"attention maps: {corpus} ({int(limit)})", root,
+                            attention_job(corpus, root, spec=model, limit=int(limit), roots=access.policy().corpus_roots))
 
 
 @st.fragment(run_every=2.0)

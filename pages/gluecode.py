@@ -33,7 +33,6 @@ st.caption("Do code models need more than the function in front of them? glueCod
            "docstrings of what the function calls and what calls it. " + NULL_CAVEAT)
 
 folder = asc_paths.gluecode_dir()
-queue = jobs.job_queue()
 sets = cache.gluecode_items(folder)
 with st.expander("Run tasks", expanded=not sets):
     c1, c2 = st.columns([3, 2])
@@ -57,9 +56,7 @@ with st.expander("Run tasks", expanded=not sets):
         elif guards.allowed(models, corpus, widgets.trust_remote_code()):
             for model in models:
                 call = gluecode_job(tasks, corpus, folder, contexts=contexts, size=int(size), seed=int(seed))
-                queue.submit_call(JobKind.GLUECODE, model, f"glueCode: {', '.join(tasks)} on {corpus}", folder, call,
-                                  owner=jobs.owner(), trust_remote_code=widgets.trust_remote_code(),
-                                  **widgets.placement())
+                jobs.submit(JobKind.GLUECODE, model, f"glueCode: {', '.join(tasks)} on {corpus}", folder, call)
 
 
 @st.fragment(run_every=2.0)

@@ -29,7 +29,6 @@ st.caption("Which layers linearly encode which properties of code (INSPECT, Karm
            "structure from probe capacity. The English MiniLM encoder plays BERT's role as the baseline.")
 
 folder = asc_paths.layers_dir()
-queue = jobs.job_queue()
 with st.expander("Run probes", expanded=not cache.probe_results(folder)):
     c1, c2 = st.columns([3, 2])
     models = widgets.model_picker(c1, "Models", embedded_names(), [asc_paths.default_model(), "minilm-l6"], "lp",
@@ -61,9 +60,8 @@ with st.expander("Run probes", expanded=not cache.probe_results(folder)):
                 call = layer_job(tasks, folder, corpus=corpus, size=int(size), seed=int(seed), extra=uploaded,
                                  roots=access.policy().corpus_roots,
                                  pooling=None if pooling == "auto" else pooling)
-                queue.submit_call(JobKind.LAYERS, model, f"layer probes: {', '.join(tasks + [t.name for t in uploaded])}", folder, call,
-                                  owner=jobs.owner(), trust_remote_code=widgets.trust_remote_code(),
-                                  **widgets.placement())
+                jobs.submit(JobKind.LAYERS, model, f"layer probes: {', '.join(tasks + [t.name for t in uploaded])}",
+                            folder, call)
 
 
 @st.fragment(run_every=2.0)

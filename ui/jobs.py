@@ -13,6 +13,7 @@ every page within about a minute: a small run of the page's own kind through the
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import streamlit as st
 
@@ -24,7 +25,7 @@ from probes.codesyntax.attention import attention_job
 from probes.gluecode.runs import gluecode_job
 from ui import access
 from ui.cache import get_job_bundle
-from ui.widgets import placement, plain
+from ui.widgets import placement, plain, trust_remote_code
 
 DEMO_CORPUS = "humaneval"  # the eval and attention demos: the first DEMO_LIMIT HumanEval functions
 DEMO_LIMIT = 40
@@ -49,6 +50,13 @@ def job_queue() -> JobQueue:
 def owner() -> str:
     """The owner to submit jobs under: this browser tab's token (:func:`ui.access.tab_token`)."""
     return access.tab_token()
+
+
+def submit(kind: JobKind, model: str, label: str, out: Path, call: Callable[..., None]) -> Job:
+    """Queue ``call`` for this tab (:func:`owner`) with the sidebar's remote-code choice, device and dtype: what a
+    page's *Start* submits for each chosen model (``label``: what the job panel shows)."""
+    return job_queue().submit_call(kind, model, label, out, call, owner=owner(), trust_remote_code=trust_remote_code(),
+                                   **placement())
 
 
 def _describe(job: Job) -> str:
