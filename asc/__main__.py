@@ -39,14 +39,26 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from asc.depth import CROSSING
     from asc.explain import check_source, explain
 
     source = check_source(read_source(args.file))  # refuse bad input before loading the model
     bundle = load_bundle(args)
-    ex = explain(bundle, source, language=args.language, aggregate=args.aggregate, options=_align_options(args),
-                 max_window=args.max_window)
+    depth = None
+    if args.layers:
+        from asc.depth import explain_layers
+
+        depth = explain_layers(bundle, source, language=args.language, aggregate=args.aggregate,
+                               options=_align_options(args), max_window=args.max_window)
+        ex = depth.explanation
+    else:
+        ex = explain(bundle, source, language=args.language, aggregate=args.aggregate, options=_align_options(args),
+                     max_window=args.max_window)
     if args.json:
-        json.dump(ex.to_dict(), sys.stdout, ensure_ascii=False, allow_nan=False)
+        payload = ex.to_dict()
+        if depth is not None:
+            payload["layers"] = depth.to_dict()
+        json.dump(payload, sys.stdout, ensure_ascii=False, allow_nan=False)
         sys.stdout.write("\n")
         return 0
     import pandas as pd
@@ -65,6 +77,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
           f"perplexity {fmt(ex.perplexity, 2)}  aggregate {args.aggregate}")
     for cat, val in ex.category_values.items():
         print(f"  {cat:<24} {fmt(val)}")
+    if depth is not None:
+        crossing = depth.crossing()
+        print(f"\nper layer (logit lens; layer 0 = embeddings, {depth.n_layers - 1} = output), category values and "
+              f"the first layer at or above {CROSSING}:")
+        for k, cat in enumerate(depth.categories):
+            curve = " ".join(fmt(v, 2) for v in depth.category_values[:, k])
+            print(f"  {cat:<24} {str(crossing[cat] if crossing[cat] is not None else '-'):>5}  {curve}")
     return 0
 
 
@@ -192,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="source file, or - for standard input")
     p.add_argument("--language", default="python", choices=LANGUAGES)
     p.add_argument("--json", action="store_true", help="one JSON object (layout in the README)")
+    p.add_argument("--layers", action="store_true",
+                   help="also AsC-Eval at every layer (logit lens): per-layer token probabilities and category values")
     add_common(p)
     p.set_defaults(func=cmd_explain)
 

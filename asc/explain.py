@@ -26,7 +26,8 @@ from asc.syntax import SyntaxTree, encode_source, parse
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["MAX_SOURCE_CHARS", "Explanation", "SnippetComparison", "check_source", "compare_snippet", "explain", "explain_many", "explain_scored"]
+__all__ = ["MAX_SOURCE_CHARS", "Explanation", "SnippetComparison", "check_source", "compare_snippet", "explain",
+           "explain_many", "explain_scored", "node_values"]
 
 # Longest snippet explained in one go: memory grows with the text (a 2 MB file took 4 GB), and a
 # per-node explanation of a whole large file is unreadable anyway. The browser view takes less (ui.guards).
@@ -166,21 +167,29 @@ def explain_scored(bundle_info: dict, scores: TokenScores, language: str = "pyth
     cmap = categories or load_categories(language)
     tree = tree or parse(scores.source, language)
     al = align(tree, scores.start, scores.end, scores.special, options)
-    values = aggregate_segments(scores.prob[al.indices], al.node_of_binding(), tree.n_nodes, aggregate)
+    values, concept_values, category_values = node_values(scores.prob, tree, al, cmap, aggregate)
     node_cat = tuple(cmap.category_of(t) for t in tree.type)
-    # snippet level: theta over node values, per node type and per category
+    return Explanation(model=bundle_info, tree=tree, scores=scores, alignment=al, aggregate=aggregate, values=values,
+                       node_category=node_cat, concept_values=concept_values, category_values=category_values,
+                       categories=cmap.categories)
+
+
+def node_values(prob: np.ndarray, tree: SyntaxTree, alignment: Alignment, categories: CategoryMap,
+                aggregate: str = "median") -> tuple[np.ndarray, dict[str, float], dict[str, float]]:
+    """AsC-Eval's aggregation of token probabilities ``prob`` (shape ``(T,)``) over an aligned tree: the node
+    values ``(N,)`` (theta of each node's tokens), then theta per node type and per category over node values
+    (``concept_values``, ``category_values``; a category absent from the snippet is NaN)."""
+    values = aggregate_segments(prob[alignment.indices], alignment.node_of_binding(), tree.n_nodes, aggregate)
+    node_cat = tuple(categories.category_of(t) for t in tree.type)
     type_names = sorted(set(tree.type))
     type_index = {name: k for k, name in enumerate(type_names)}
     per_type = aggregate_segments(values, np.array([type_index[t] for t in tree.type]), len(type_names), aggregate)
     concept_values = {name: float(per_type[k]) for k, name in enumerate(type_names) if not math.isnan(per_type[k])}
-    cat_index = {c: k for k, c in enumerate(cmap.categories)}
+    cat_index = {c: k for k, c in enumerate(categories.categories)}
     cat_seg = np.array([cat_index.get(c, -1) if c else -1 for c in node_cat], dtype=np.int64)
     mask = cat_seg >= 0
-    per_cat = aggregate_segments(values[mask], cat_seg[mask], len(cmap.categories), aggregate)
-    category_values = {c: float(per_cat[k]) for k, c in enumerate(cmap.categories)}
-    return Explanation(model=bundle_info, tree=tree, scores=scores, alignment=al, aggregate=aggregate, values=values,
-                       node_category=node_cat, concept_values=concept_values, category_values=category_values,
-                       categories=cmap.categories)
+    per_cat = aggregate_segments(values[mask], cat_seg[mask], len(categories.categories), aggregate)
+    return values, concept_values, {c: float(per_cat[k]) for k, c in enumerate(categories.categories)}
 
 
 def explain_many(bundle: ModelBundle, sources: Sequence[str], language: str = "python", aggregate: str = "median",

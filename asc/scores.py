@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +31,8 @@ from asc.device import is_oom, logit_budget, model_device
 from asc.errors import InputError, ModelLoadError
 from asc.models import ModelBundle
 
-__all__ = ["DEFAULT_MAX_WINDOW", "TOP_K", "TokenScores", "encode", "forward_batches", "score_ids", "score_text",
-           "score_texts"]
+__all__ = ["DEFAULT_MAX_WINDOW", "TOP_K", "TokenScores", "encode", "forward_batches", "micro_batches", "score_ids",
+           "score_text", "score_texts", "token_stats", "vocab_text", "window_rows", "window_size"]
 
 TOP_K = 5
 DEFAULT_MAX_WINDOW = 2048
@@ -84,7 +84,7 @@ class TokenScores:
 _VOCAB_TEXT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _vocab_text(tokenizer) -> list[str]:
+def vocab_text(tokenizer: Any) -> list[str]:
     """Every vocabulary id decoded on its own, computed once per tokenizer (for the top-k texts)."""
     table = _VOCAB_TEXT.get(tokenizer)
     if table is None:
@@ -151,7 +151,7 @@ def _stats(logits, targets, k: int):
     return (tgt - lse)[:, 0], entropy, rank, top_i, torch.exp(top_v - lse)
 
 
-def _stats_chunked(logits, targets, k: int, budget: int):
+def token_stats(logits: Any, targets: Any, k: int, budget: int) -> list[np.ndarray]:
     """:func:`_stats` over row chunks of the (n, V) logits (any dtype, on the model's device): each chunk is
     converted to fp32 and kept under ``budget`` bytes with its temporaries; only per-token results move to
     the CPU, as numpy arrays (logprob, entropy, rank, top-k ids, top-k probs)."""
@@ -193,7 +193,7 @@ def _pad(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]], chunk: list[in
     return ids.to(device), mask.to(device)
 
 
-def _batches(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]]):
+def micro_batches(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]]) -> Iterator[tuple[list[int], Any, Any]]:
     """Yield ``(row numbers, input_ids, attention_mask)`` micro-batches under the device's token budget."""
     device = model_device(bundle.model)
     for chunk in _plan_batches(rows, _token_budget(bundle, device)):
@@ -226,7 +226,7 @@ def _forward_rows(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]], k: in
                 for j, r in enumerate(chunk):
                     seq, first = rows[r]
                     if len(seq) > first:
-                        got.append((r, _stats_chunked(logits[j, first - 1 : len(seq) - 1], ids[j, first : len(seq)],
+                        got.append((r, token_stats(logits[j, first - 1 : len(seq) - 1], ids[j, first : len(seq)],
                                                       k, budget)))
         except (RuntimeError, MemoryError) as err:
             if not is_oom(err):
@@ -281,18 +281,19 @@ def forward_batches(bundle: ModelBundle, sources: Sequence[str], *,
     feeds the model for ``sources``: the same tokenization, the same windows (the context capped by
     ``max_window``, default :data:`DEFAULT_MAX_WINDOW`) and the same batches by token budget. For benchmarks
     that time the bare forward passes on exactly the inputs the pipeline scores (``make bench``)."""
-    rows, _ = _window_rows([encode(bundle, src)[0] for src in sources], _window(bundle, max_window))
-    return [(ids, mask) for _, ids, mask in _batches(bundle, rows)]
+    rows, _ = window_rows([encode(bundle, src)[0] for src in sources], window_size(bundle, max_window))
+    return [(ids, mask) for _, ids, mask in micro_batches(bundle, rows)]
 
 
-def _window(bundle: ModelBundle, max_window: int | None) -> int:
+def window_size(bundle: ModelBundle, max_window: int | None) -> int:
+    """Tokens per window: the model's context capped by ``max_window`` (default :data:`DEFAULT_MAX_WINDOW`)."""
     window = min(bundle.context_length, max_window or DEFAULT_MAX_WINDOW)
     if window < 2:
         raise InputError(f"window of {window} tokens is too short to score anything")
     return window
 
 
-def _window_rows(id_seqs: Sequence[np.ndarray], window: int) -> tuple[list[tuple[np.ndarray, int]], list[list]]:
+def window_rows(id_seqs: Sequence[np.ndarray], window: int) -> tuple[list[tuple[np.ndarray, int]], list[list]]:
     """The rows ``(window ids, first scored position in the window)`` of every sequence, and each sequence's
     windows as :func:`_plan_windows` gives them (none for sequences of fewer than two tokens)."""
     rows = []
@@ -306,12 +307,12 @@ def _window_rows(id_seqs: Sequence[np.ndarray], window: int) -> tuple[list[tuple
 
 
 def _score_many(bundle: ModelBundle, items, max_window: int | None) -> list[TokenScores]:
-    window = _window(bundle, max_window)
+    window = window_size(bundle, max_window)
     k = min(TOP_K, len(bundle.tokenizer))
-    rows, plans_per_item = _window_rows([item[1] for item in items], window)
+    rows, plans_per_item = window_rows([item[1] for item in items], window)
     with bundle.lock:
         stats = _forward_rows(bundle, rows, k) if rows else []
-    vocab_text = _vocab_text(bundle.tokenizer)
+    texts_of = vocab_text(bundle.tokenizer)
     results: list[TokenScores] = []
     row = 0
     for (src, ids, start, end, special), plans in zip(items, plans_per_item, strict=False):
@@ -334,7 +335,7 @@ def _score_many(bundle: ModelBundle, items, max_window: int | None) -> list[Toke
             no_pred[0] = True
         logprob[no_pred], entropy[no_pred], rank[no_pred] = np.nan, np.nan, 0
         top_ids[no_pred], top_probs[no_pred] = -1, np.nan
-        top_text = tuple(tuple(vocab_text[t] for t in r if t >= 0) for r in top_ids.tolist())
+        top_text = tuple(tuple(texts_of[t] for t in r if t >= 0) for r in top_ids.tolist())
         results.append(TokenScores(source=src, ids=ids, start=start, end=end, special=special,
                                    prob=np.exp(logprob), logprob=logprob, entropy=entropy, rank=rank,
                                    top_ids=top_ids, top_probs=top_probs, top_text=top_text,

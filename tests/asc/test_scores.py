@@ -307,14 +307,14 @@ def numpy_reference(logits, targets, k):
 
 @pytest.mark.parametrize("budget", [1, 10**9])
 def test_device_stats_equal_numpy_reference(tiny, budget):
-    from asc.scores import _stats_chunked
+    from asc.scores import token_stats
 
     ids, *_ = encode(tiny, COUNT)
     with torch.inference_mode():
         logits = tiny.model(torch.as_tensor(ids)[None]).logits[0, :-1]
     targets = torch.as_tensor(ids[1:])
     ref = numpy_reference(logits.numpy().copy(), ids[1:], TOP_K)
-    got = _stats_chunked(logits.clone(), targets, TOP_K, budget)  # budget 1: one row per chunk
+    got = token_stats(logits.clone(), targets, TOP_K, budget)  # budget 1: one row per chunk
     assert all(isinstance(a, np.ndarray) for a in got)
     for name, a, b in zip(("logprob", "entropy", "top_probs"), (got[0], got[1], got[4]), (ref[0], ref[1], ref[4]),
                           strict=True):
@@ -387,13 +387,13 @@ def test_other_runtime_errors_are_not_retried(tiny):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_stats_on_cuda_equal_cpu(tiny):
-    from asc.scores import _stats_chunked
+    from asc.scores import token_stats
 
     ids, *_ = encode(tiny, COUNT)
     with torch.inference_mode():
         logits = tiny.model(torch.as_tensor(ids)[None]).logits[0, :-1]
     targets = torch.as_tensor(ids[1:])
-    cpu = _stats_chunked(logits.clone(), targets, TOP_K, 2**20)
-    gpu = _stats_chunked(logits.clone().cuda(), targets.cuda(), TOP_K, 2**20)
+    cpu = token_stats(logits.clone(), targets, TOP_K, 2**20)
+    gpu = token_stats(logits.clone().cuda(), targets.cuda(), TOP_K, 2**20)
     for a, b in zip(cpu, gpu, strict=True):
         assert np.allclose(a, b, atol=1e-5)

@@ -1,0 +1,110 @@
+"""AsC-Eval per layer: where in the network a model becomes sure of each syntax concept.
+
+The logit lens (:mod:`asc.lens`) gives every layer's probability of each actual next token; this module aligns
+and aggregates those exactly as the output's (same tree, same binding, same theta, same categories:
+:func:`asc.explain.node_values`), giving node values ``(L + 1, N)`` and category values ``(L + 1, C)`` with layer 0
+the embeddings and layer ``L`` the output (equal to :func:`asc.explain.explain`).
+
+"Crossing": the first layer whose category value reaches :data:`CROSSING` (0.6, the confidence line the
+inspector's colour scale is centred on), ``None`` when no layer does. Relative depth ``layer / L`` puts models of
+different depth on one axis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from asc.align import AlignOptions
+from asc.concepts import CategoryMap, check_aggregate, load_categories
+from asc.explain import Explanation, check_source, explain_scored, node_values
+from asc.lens import LayerScores, lens_scores
+from asc.models import ModelBundle
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["CROSSING", "LayerExplanation", "explain_layers", "layer_values"]
+
+CROSSING = 0.6
+
+
+@dataclass(frozen=True)
+class LayerExplanation:
+    """AsC-Eval of one snippet at every layer. ``values``: ``(L + 1, N)`` node values; ``category_values``:
+    ``(L + 1, C)`` in the order of ``explanation.categories`` (NaN where a category is absent); ``explanation`` is
+    the output layer's :class:`~asc.explain.Explanation`; ``lens`` the per-layer token statistics."""
+
+    explanation: Explanation
+    lens: LayerScores
+    values: np.ndarray
+    category_values: np.ndarray
+
+    @property
+    def n_layers(self) -> int:
+        """Rows: the embeddings plus every block."""
+        return int(self.values.shape[0])
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        return self.explanation.categories
+
+    def crossing(self, threshold: float = CROSSING) -> dict[str, int | None]:
+        """Per category, the first layer whose value is ``>= threshold`` (None: never, or absent)."""
+        out: dict[str, int | None] = {}
+        for k, cat in enumerate(self.categories):
+            column = self.category_values[:, k]
+            hits = np.nonzero(np.nan_to_num(column, nan=-1.0) >= threshold)[0]
+            out[cat] = int(hits[0]) if len(hits) else None
+        return out
+
+    def category_frame(self) -> pd.DataFrame:
+        """Long table ``layer, depth (layer / L), category, value`` (absent categories left out)."""
+        import pandas as pd
+
+        last = max(1, self.n_layers - 1)
+        rows = [{"layer": layer, "depth": layer / last, "category": cat, "value": float(self.category_values[layer, k])}
+                for layer in range(self.n_layers) for k, cat in enumerate(self.categories)
+                if not math.isnan(self.category_values[layer, k])]
+        return pd.DataFrame(rows, columns=["layer", "depth", "category", "value"])
+
+    def to_dict(self, threshold: float = CROSSING) -> dict:
+        """The ``"layers"`` block of ``python -m asc explain --layers --json`` (README): per-layer token
+        probabilities (null where a token has no prediction), category values and crossings."""
+        def clean(row: np.ndarray) -> list[float | None]:
+            return [None if math.isnan(v) else round(float(v), 6) for v in row.tolist()]
+
+        return {"n_layers": self.n_layers, "layer_0": "embeddings", "threshold": threshold,
+                "token_prob": [clean(row) for row in self.lens.prob],
+                "category_values": {cat: clean(self.category_values[:, k]) for k, cat in enumerate(self.categories)},
+                "crossing": self.crossing(threshold)}
+
+
+def layer_values(explanation: Explanation, lens: LayerScores, categories: CategoryMap) -> tuple[np.ndarray, np.ndarray]:
+    """Node values ``(L + 1, N)`` and category values ``(L + 1, C)`` of every lens layer over ``explanation``'s
+    tree and alignment (its aggregate and ``categories``)."""
+    rows, cats = [], []
+    for layer in range(lens.n_layers):
+        values, _, by_cat = node_values(lens.prob[layer], explanation.tree, explanation.alignment, categories,
+                                        explanation.aggregate)
+        rows.append(values)
+        cats.append([by_cat[c] for c in categories.categories])
+    return np.vstack(rows), np.asarray(cats, dtype=np.float64)
+
+
+def explain_layers(bundle: ModelBundle, source: str, language: str = "python", aggregate: str = "median",
+                   options: AlignOptions | None = None, categories: CategoryMap | None = None,
+                   max_window: int | None = None,
+                   on_layer: Callable[[int, int], None] | None = None) -> LayerExplanation:
+    """AsC-Eval of ``source`` at every layer of ``bundle`` (one forward pass and one unembedding per layer)."""
+    check_source(source)
+    check_aggregate(aggregate)
+    cmap = categories or load_categories(language)
+    lens = lens_scores(bundle, source, max_window=max_window, on_layer=on_layer)
+    explanation = explain_scored(bundle.summary(), lens.output, language, aggregate, options, cmap)
+    values, by_cat = layer_values(explanation, lens, cmap)
+    return LayerExplanation(explanation, lens, values, by_cat)

@@ -1,0 +1,160 @@
+"""Logit lens: each layer's next-token prediction, from the model's own final norm and unembedding.
+
+For a causal LM with ``L`` blocks, ``hidden_states`` has ``L + 1`` entries: the embeddings (layer 0) and the
+output of each block. Layer ``l``'s distribution over the next token is ``softmax(head(norm(h_l)))`` with the
+model's final norm and its output embeddings (tied or not), and the logit soft-cap when the config sets
+``final_logit_softcapping`` (Gemma 2; ``tanh(x / cap) * cap``). Layer ``L``'s state is already normalised in
+transformers 5 (it *is* ``last_hidden_state``), so the norm is applied to layers ``0 .. L-1`` only, and the last
+layer reproduces the model's output probabilities (tested to 1e-5 on SmolLM2 and Gemma 3). Gemma's ``(1 + w)``
+RMSNorm needs nothing special: the model's own norm module is called.
+
+Cost: one forward pass of the base model with hidden states (no LM head), then per layer one unembedding of the
+scored positions, in row chunks under the device's logit budget (:func:`asc.device.logit_budget`), each chunk
+reduced at once to the statistics :mod:`asc.scores` keeps (probability of the actual token, its rank, the entropy,
+the top-k): full per-layer logits are never stored (512 tokens x 30 layers x 49k vocabulary would be 3 GB).
+
+Long inputs use the same overlapping windows as :func:`asc.scores.score_texts`, so every layer sees the same
+context as the output. Departure from ecco / tuned-lens: we keep statistics of the actual next token for syntax
+aggregation, not the decoded top token only; the tuned lens (trained affine maps) is not implemented.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from asc.device import logit_budget, model_device
+from asc.errors import InputError
+from asc.models import ModelBundle
+from asc.scores import TOP_K, TokenScores, encode, micro_batches, token_stats, vocab_text, window_rows, window_size
+
+__all__ = ["LENS_NORMS", "LayerScores", "LensParts", "lens_parts", "lens_scores"]
+
+LENS_NORMS = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "norm_f")  # final-norm names we look for
+_VERIFIED = "Llama (SmolLM2), Gemma 3, GPT-2, and other decoders whose base model has a final norm named " + \
+    ", ".join(LENS_NORMS)
+
+
+@dataclass(frozen=True)
+class LensParts:
+    """What the lens applies to a hidden state: the base model (hidden states without the LM head), its final
+    ``norm``, the unembedding ``head`` and the logit ``softcap`` (None when the config sets none)."""
+
+    base: Any
+    norm: Any
+    head: Any
+    softcap: float | None
+    n_layers: int
+
+
+@dataclass(frozen=True)
+class LayerScores:
+    """Next-token statistics of one sequence at every layer; arrays have shape ``(L + 1, T)`` (layer 0 = the
+    embeddings, layer ``L`` = the output) unless noted, NaN/0 where a token has no prediction.
+
+    ``top_ids``/``top_probs``: ``(L + 1, T, K)``. ``output`` is the last layer as :class:`~asc.scores.TokenScores`
+    (equal to :func:`~asc.scores.score_text` of the same source)."""
+
+    output: TokenScores
+    prob: np.ndarray  # float64
+    logprob: np.ndarray  # float64
+    entropy: np.ndarray  # float64, nats
+    rank: np.ndarray  # int64, 1-based; 0 = no prediction
+    top_ids: np.ndarray  # int64
+    top_probs: np.ndarray  # float64
+
+    @property
+    def n_layers(self) -> int:
+        """Rows: the blocks plus the embeddings."""
+        return int(self.prob.shape[0])
+
+
+def lens_parts(bundle: ModelBundle) -> LensParts:
+    """The base model, final norm, unembedding and soft-cap of ``bundle``; an :class:`InputError` that names the
+    supported architectures when one of them cannot be found."""
+    if not bundle.causal:
+        raise InputError(f"{bundle.name} is an encoder: the logit lens needs a causal language model")
+    model = bundle.model
+    base = getattr(model, "base_model", None)
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    norm = next((getattr(base, name) for name in LENS_NORMS if base is not None and getattr(base, name, None)
+                 is not None), None)
+    if base is None or base is model or head is None or norm is None:
+        kind = getattr(model.config, "model_type", type(model).__name__)
+        raise InputError(f"the logit lens cannot find the final norm and output head of {bundle.name} ({kind}); "
+                         f"supported: {_VERIFIED}")
+    cfg = model.config
+    cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    cap = getattr(cfg, "final_logit_softcapping", None)
+    return LensParts(base, norm, head, float(cap) if cap else None, bundle.n_layers)
+
+
+def _layer_stats(parts: LensParts, hidden: Any, targets: Any, normalize: bool, k: int, budget: int) -> list:
+    """Statistics of one layer's ``(n, D)`` states predicting ``targets``: row chunks unembedded and reduced."""
+    import torch
+
+    vocab = parts.head.weight.shape[0]
+    rows = max(1, budget // max(1, 4 * vocab * 4))  # logits in the model dtype + the fp32 copy and temporaries
+    parts_out = []
+    for i in range(0, hidden.shape[0], rows):
+        h = hidden[i : i + rows]
+        logits = parts.head(parts.norm(h) if normalize else h)
+        if parts.softcap:
+            logits = torch.tanh(logits.float() / parts.softcap) * parts.softcap
+        parts_out.append(token_stats(logits, targets[i : i + rows], k, budget))
+    return [np.concatenate([p[j] for p in parts_out]) for j in range(5)]
+
+
+def lens_scores(bundle: ModelBundle, source: str, *, max_window: int | None = None,
+                on_layer: Callable[[int, int], None] | None = None) -> LayerScores:
+    """The logit lens of every layer over ``source`` (tokenized as :func:`asc.scores.encode` does)."""
+    import torch
+
+    parts = lens_parts(bundle)
+    ids, start, end, special = encode(bundle, source)
+    n, k = len(ids), min(TOP_K, len(bundle.tokenizer))
+    n_rows = parts.n_layers + 1
+    logprob = np.full((n_rows, n), np.nan)
+    entropy = np.full((n_rows, n), np.nan)
+    rank = np.zeros((n_rows, n), dtype=np.int64)
+    top_ids = np.full((n_rows, n, k), -1, dtype=np.int64)
+    top_probs = np.full((n_rows, n, k), np.nan)
+    rows, plans = window_rows([ids], window_size(bundle, max_window))
+    budget = logit_budget(model_device(bundle.model))
+    where = [(plan[1], plan[2]) for plan in (plans[0] if plans else [])]  # (first scored, end) per window
+    with bundle.lock, torch.inference_mode():
+        for chunk, input_ids, mask in micro_batches(bundle, rows):
+            states = parts.base(input_ids=input_ids, attention_mask=mask, output_hidden_states=True,
+                                use_cache=False).hidden_states
+            if len(states) != n_rows:
+                raise InputError(f"{bundle.name} returned {len(states)} hidden states for {parts.n_layers} layers; "
+                                 f"the logit lens supports {_VERIFIED}")
+            for j, r in enumerate(chunk):
+                seq, first = rows[r]
+                if len(seq) <= first:
+                    continue
+                lo, hi = where[r]
+                targets = input_ids[j, first : len(seq)]
+                for layer in range(n_rows):
+                    h = states[layer][j, first - 1 : len(seq) - 1]
+                    lp, ent, rk, ti, tp = _layer_stats(parts, h, targets, layer < n_rows - 1, k, budget)
+                    logprob[layer, lo:hi], entropy[layer, lo:hi], rank[layer, lo:hi] = lp, ent, rk
+                    top_ids[layer, lo:hi], top_probs[layer, lo:hi] = ti, tp
+                    if on_layer:
+                        on_layer(layer + 1, n_rows)
+    no_pred = special.copy()
+    if n:
+        no_pred[0] = True
+    logprob[:, no_pred], entropy[:, no_pred], rank[:, no_pred] = np.nan, np.nan, 0
+    top_ids[:, no_pred], top_probs[:, no_pred] = -1, np.nan
+    texts = vocab_text(bundle.tokenizer)
+    last = n_rows - 1
+    output = TokenScores(source=source, ids=ids, start=start, end=end, special=special, prob=np.exp(logprob[last]),
+                         logprob=logprob[last].copy(), entropy=entropy[last].copy(), rank=rank[last].copy(),
+                         top_ids=top_ids[last].copy(), top_probs=top_probs[last].copy(),
+                         top_text=tuple(tuple(texts[t] for t in r if t >= 0) for r in top_ids[last].tolist()),
+                         n_windows=max(1, len(rows)))
+    return LayerScores(output, np.exp(logprob), logprob, entropy, rank, top_ids, top_probs)
