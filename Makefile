@@ -70,6 +70,7 @@ bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_causal.py --base build/bench-humaneval40
 	# glueCode: seconds and tokens per item of each task at the function and file levels (issue 17)
 	PYTHONPATH=. $(PY) benchmarks/bench_gluecode.py
+	PYTHONPATH=. $(PY) benchmarks/bench_blanca.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -250,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "it; repeatable")
     p.add_argument("--finetune-base", default="minilm-l6", help="sentence-transformers folder or minilm-l6 (default)")
     p.add_argument("--epochs", type=int, default=1, help="fine-tuning epochs (default 1)")
-    p.add_argument("--max-pairs", type=int, default=2000, help="training pairs drawn per task (default 2000)")
+    p.add_argument("--max-pairs", type=int, default=1000, help="training pairs drawn per task (default 1000)")
     p.add_argument("--split", default="test", choices=["test", "all"],
                    help="items the table reports (all: more items, pretrained models only)")
     p.add_argument("--seed", type=int, default=0, help="item sampling, training and bootstrap seed")

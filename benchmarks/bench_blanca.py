@@ -1,0 +1,98 @@
+"""`make bench` (BLANCA): the cost of each task: building it, embedding its texts, fine-tuning on it.
+
+Builds (or reads, under ``build/bench-blanca``) the standard-library task set, then for each task times:
+
+- **build**: the task's builder alone (R, L, F from the documentation sources; H imports the standard library's
+  modules; U scans its source with ``ast``), measured once when the set is first built (recorded in
+  ``build-seconds.json``);
+- **embed**: the task's distinct texts embedded by each model, no cache (texts per second, and seconds per item),
+  in units of MiniLM's cost on the same texts, the ratio that travels between machines;
+- **fine-tune**: MiniLM trained on ``--pairs`` pairs of the task (seconds per 100 pairs), no evaluation.
+
+Scores are not kept: this measures cost, not quality (the README's reproduction has the numbers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def build_seconds(out: Path) -> dict[str, float]:
+    """Each task built alone (only when the set does not exist yet); the times are kept beside the set."""
+    from probes.blanca.build import BLANCA_TASKS, blanca_set_name, build_task_set
+
+    record = out / "build-seconds.json"
+    if record.exists() and (out / "tasks" / blanca_set_name()).is_dir():
+        return json.loads(record.read_text())
+    times = {}
+    for task in BLANCA_TASKS:
+        t = time.perf_counter()
+        build_task_set(out, [task])
+        times[task] = time.perf_counter() - t
+    record.write_text(json.dumps(times))
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", action="append", help="models to embed with (default minilm-l6, smollm2-135m)")
+    parser.add_argument("--out", default="build/bench-blanca", help="where the task set is kept")
+    parser.add_argument("--texts", type=int, default=200, help="texts embedded per task (the first ones)")
+    parser.add_argument("--pairs", type=int, default=96, help="pairs fine-tuned on per task")
+    args = parser.parse_args()
+
+    from transformers.utils import logging as hf_logging
+
+    from asc.models import load_model
+    from probes.blanca.build import build_task_set
+    from probes.blanca.embed import embed_texts
+    from probes.blanca.evaluate import item_texts
+    from probes.blanca.finetune import finetune
+
+    hf_logging.set_verbosity_error()
+    out = Path(args.out)
+    built = build_seconds(out)
+    task_set = build_task_set(out)
+    texts = {t: item_texts(items)[: args.texts] for t, items in task_set.items.items()}
+    print(f"{'task':4} {'items':>6} {'texts':>6} {'build s':>8}")
+    for task, items in task_set.items.items():
+        print(f"{task:4} {len(items):6d} {len(item_texts(items)):6d} {built.get(task, float('nan')):8.1f}")
+    models = args.model or ["minilm-l6", "smollm2-135m"]
+    base: dict[str, float] = {}
+    print(f"\nembedding {args.texts} texts per task, no cache:")
+    print(f"{'model':14} {'task':4} {'texts/s':>8} {'s/item':>7} {'x MiniLM':>9}")
+    for name in models:
+        bundle = load_model(name)
+        embed_texts(bundle, texts["H"][:8])  # warm-up
+        for task, chosen in texts.items():
+            t = time.perf_counter()
+            embed_texts(bundle, chosen)
+            seconds = time.perf_counter() - t
+            if name == "minilm-l6":
+                base[task] = seconds
+            # an item needs its distinct texts once: seconds per item over the whole task at this rate
+            per_item = seconds / len(chosen) * len(item_texts(task_set.items[task])) / len(task_set.items[task])
+            ratio = seconds / base[task] if task in base else float("nan")
+            print(f"{name:14} {task:4} {len(chosen) / seconds:8.1f} {per_item:7.3f} {ratio:9.1f}")
+    print(f"\nfine-tuning MiniLM on {args.pairs} pairs per task (1 epoch, batch 16, 128 tokens):")
+    print(f"{'task':4} {'pairs':>6} {'s':>7} {'s/100 pairs':>12}")
+    for task, items in task_set.items.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            train = [it for it in items if it.split == "train"]
+            t = time.perf_counter()
+            result = finetune("minilm-l6", {task: train}, Path(tmp) / "ft", max_pairs=args.pairs)
+            seconds = time.perf_counter() - t
+            pairs = result.pairs[task]
+            print(f"{task:4} {pairs:6d} {seconds:7.1f} {seconds / pairs * 100:12.1f}")
+
+
+if __name__ == "__main__":
+    main()
