@@ -43,9 +43,12 @@ else:
         st.Page("pages/attention.py", title="Attention maps", icon=":material/grid_on:", url_path="attention-maps"),
         st.Page("pages/gluecode.py", title="Benchmark tasks (glueCode)", icon=":material/checklist:",
                 url_path="benchmark-tasks"),
+        st.Page("pages/blanca.py", title="Text about code (BLANCA)", icon=":material/menu_book:",
+                url_path="text-about-code"),
         study, results,
     ])
     with st.sidebar:
         st.caption("AsC Studio explains code models in terms of syntax: AsC-Eval, AsC-Viz (ASTxplainer), "
-                   "layer probes (INSPECT), attention heads (CodeSyntax), benchmark tasks (glueCode).")
+                   "layer probes (INSPECT), attention heads (CodeSyntax), benchmark tasks (glueCode), text about "
+                   "code (BLANCA).")
 page.run()

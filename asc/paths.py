@@ -31,8 +31,8 @@ import os
 from pathlib import Path
 
 __all__ = [
-    "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "cache_dir",
-    "data_roots", "default_model", "gluecode_dir", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
+    "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "blanca_dir",
+    "cache_dir", "data_roots", "default_model", "gluecode_dir", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
     "allow_remote_code", "allowed_models", "app_password", "quiet_libraries", "ray_address", "shared_override",
 ]
 
@@ -71,6 +71,11 @@ def attention_dir() -> Path:
 def gluecode_dir() -> Path:
     """Where the Benchmark tasks (glueCode) page keeps task sets and predictions: ``<runs>/gluecode``."""
     return runs_dir() / "gluecode"
+
+
+def blanca_dir() -> Path:
+    """Where the Text about code (BLANCA) page keeps task sets, scores and embeddings: ``<runs>/blanca``."""
+    return runs_dir() / "blanca"
 
 
 def data_roots() -> list[Path] | None:

@@ -240,3 +240,69 @@ def npath_function(name: str, chains: list[int], k: int) -> str:
         for j in range(c):
             lines += [f"    {'if' if j == 0 else 'elif'} x > {j}:", f"        r += {j + 1}"]
     return "\n".join(lines + ["    return r + s"]) + "\n"
+
+
+# --------------------------------------------------------------------------------------- BLANCA
+
+
+BLANCA_FAQ = (  # (question, its answer): short texts, within the tiny model's 64-token window
+    ("How do I read a file line by line?", "Open the file with open() and loop over it: each line keeps its newline."),
+    ("How do I sort a dictionary by its values?", "Call sorted(d.items(), key=lambda kv: kv[1]) to order the pairs."),
+    ("How do I copy a list?", "Use list(a), a[:] or a.copy(); copy.deepcopy also copies the nested objects."),
+    ("How do I format a float with two decimals?", "Write an f-string such as f'{x:.2f}' or call format(x, '.2f')."),
+    ("How do I run a shell command?", "Call subprocess.run with the arguments as a list and read its stdout."),
+    ("How do I measure elapsed time?", "Read time.perf_counter() before and after the code and subtract them."),
+)
+BLANCA_CLASSES = {  # name: documentation, for H and U pairs
+    "Exception": "Common base class for all non-exit exceptions.",
+    "LookupError": "Base class for lookup errors.",
+    "KeyError": "Mapping key not found.",
+    "ValueError": "Inappropriate argument value (of correct type).",
+    "dict": "A mapping from keys to values, built from keyword arguments or an iterable of pairs.",
+    "OrderedDict": "Dictionary that remembers insertion order.",
+    "Counter": "Dict subclass for counting hashable items, sometimes called a bag or multiset.",
+    "deque": "A list-like sequence optimized for appends and pops at either end.",
+}
+
+
+def blanca_items(task: str) -> list:
+    """Hand-made BLANCA items of ``task`` (R: six questions, four of them test; L, F, H, U: eight pairs, six of them
+    test), short enough for the tiny model's window."""
+    from probes.blanca.items import PairItem, RankItem, ScoredPairItem
+
+    faq = BLANCA_FAQ
+    if task == "R":
+        out = []
+        for k, (question, answer) in enumerate(faq):
+            others = [faq[(k + 1) % len(faq)][1], faq[(k + 3) % len(faq)][1]]
+            answers = others[: k % 3] + [answer] + others[k % 3:]  # the true answer moves from first to last
+            out.append(RankItem(f"R/{k}", "train" if k >= 4 else "test", question, tuple(answers),
+                                tuple(1.0 if a == answer else 0.0 for a in answers)))
+        return out
+    if task in ("L", "F"):
+        return [PairItem(task, f"{task}/{k}", "train" if k >= 6 else "test", faq[k % 6][0],
+                         faq[k % 6][1] if k % 2 == 0 else faq[(k + 2) % 6][1], positive=k % 2 == 0,
+                         group=f"g{k // 2}" if task == "F" else "", name_a=f"q{k % 6}", name_b=f"a{k}")
+                for k in range(8)]
+    pairs = [("KeyError", "LookupError", 1, 0.9), ("ValueError", "Exception", 1, 0.8), ("KeyError", "Exception", 2, 0.5),
+             ("OrderedDict", "dict", 1, 0.9), ("Counter", "dict", 1, 0.7), ("Counter", "OrderedDict", 2, 0.6),
+             ("KeyError", "ValueError", 3, 0.3), ("deque", "Exception", 4, 0.0)]
+    return [ScoredPairItem(task, f"{task}/{k}", "train" if k in (3, 6) else "test", BLANCA_CLASSES[a],
+                           BLANCA_CLASSES[b], float(dist if task == "H" else sim), a, b)
+            for k, (a, b, dist, sim) in enumerate(pairs)]
+
+
+def write_blanca_set(out: Path, skipped: dict[str, str] | None = None, name: str = "stdlib-seed0") -> Path:
+    """The task set ``<out>/tasks/<name>`` of :func:`blanca_items` for every task but those of ``skipped`` (task:
+    why), which its ``skipped.json`` records; :func:`probes.blanca.build.build_task_set` then loads it, builds
+    nothing. Returns the set's folder."""
+    import json
+
+    from probes.blanca.items import BLANCA_TASKS, save_items
+
+    folder = out / "tasks" / name
+    for task in BLANCA_TASKS:
+        if task not in (skipped or {}):
+            save_items(folder / f"{task}.jsonl", task, blanca_items(task), {"source": "tests.helpers"})
+    (folder / "skipped.json").write_text(json.dumps(skipped or {}))
+    return folder

@@ -13,7 +13,8 @@ Caching rules (checked on Streamlit 1.67):
 * corpus summaries read run digests (:func:`cached_digest`): one per folder, shared, extended by the parts a
   growing run adds (never re-read whole); Table I is cached by (digests' parts, settings);
 * the causal page's tables (snippets, concepts) are keyed by their path and a stamp that changes when a part
-  is added.
+  is added; the glueCode and BLANCA pages' task sets, predictions and scores likewise (a stamp over their files),
+  so a job that finishes (or writes one more task) shows at the next rerun.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from asc import Explanation, explain, load_model
@@ -32,7 +34,7 @@ from asc.corpus.digest import RunDigest
 from asc.corpus.listing import run_title
 from asc.corpus.runs import RunData, load_digest, load_run
 from asc.corpus.summary import summary_table
-from asc.errors import CorpusError
+from asc.errors import AscError, CorpusError
 from asc.generate import Completion, complete, explain_completion
 from asc.models import ModelBundle
 
@@ -244,3 +246,77 @@ def gluecode_items(path: Path) -> dict:
     """The glueCode task sets under ``path``: ``{set name: {task: items}}``, re-read when a task file changes."""
     files = list((path / "tasks").glob("*/*.jsonl")) if path.is_dir() else []
     return _gluecode_items(str(path), _stamps(files))
+
+
+def _set_files(path: Path) -> list[Path]:
+    tasks = path / "tasks"
+    return [*tasks.glob("*/*.jsonl"), *tasks.glob("*/skipped.json")] if tasks.is_dir() else []
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _blanca_sets(path: str, stamp: float) -> tuple[dict, dict[str, str]]:
+    from probes.blanca.build import load_task_set
+
+    sets, broken = {}, {}
+    for folder in sorted({p.parent for p in _set_files(Path(path))}):
+        try:
+            sets[folder.name] = load_task_set(folder)
+        except (AscError, OSError, ValueError) as err:  # a task file that does not validate: named, with its line, instead of a traceback
+            broken[folder.name] = str(err)
+    return sets, broken
+
+
+def blanca_task_sets(path: Path) -> tuple[dict, dict[str, str]]:
+    """The BLANCA task sets under ``path``: ``({set name: BlancaTaskSet}, {set name: why it cannot be read})``,
+    re-read when a task file or a set's ``skipped.json`` is added or rewritten (a build in progress)."""
+    return _blanca_sets(str(path), _stamps(_set_files(path)))
+
+
+def _score_files(path: Path, set_name: str) -> list[Path]:
+    from probes.blanca.runs import score_folder
+
+    folder = score_folder(path, set_name)
+    return [*folder.glob("*/*.parquet"), *folder.glob("*/model.json")] if folder.is_dir() else []
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _blanca_scores(path: str, set_name: str, stamp: float) -> pd.DataFrame:
+    from probes.blanca.runs import load_scores
+
+    return load_scores(path, set_name)
+
+
+def blanca_scores(path: Path, set_name: str) -> pd.DataFrame:
+    """Every model's BLANCA scores on task set ``set_name`` under ``path`` (``probes.blanca.runs.load_scores``),
+    re-read when a model's task is scored (a run writes one Parquet file per task)."""
+    return _blanca_scores(str(path), set_name, _stamps(_score_files(path, set_name)))
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _blanca_finetuned(path: str, set_name: str, stamp: float) -> list[str]:
+    from probes.blanca.runs import finetuned_labels
+
+    return sorted(finetuned_labels(path, set_name))
+
+
+def blanca_finetuned(path: Path, set_name: str) -> list[str]:
+    """The labels of the fine-tuned models scored on ``set_name`` (``probes.blanca.runs.finetuned_labels``): they
+    trained on the train split, so the "all" split leaves them out."""
+    return _blanca_finetuned(str(path), set_name, _stamps(_score_files(path, set_name)))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _blanca_summary(path: str, set_name: str, split: str, targets: tuple, leave_out: tuple, seed: int,
+                    stamp: float) -> pd.DataFrame:
+    from probes.blanca.evaluate import summarize
+
+    scores = _blanca_scores(path, set_name, stamp)
+    return summarize(scores[~scores["model"].isin(leave_out)], split, targets=dict(targets), seed=seed)
+
+
+def blanca_summary(path: Path, set_name: str, split: str, targets: dict[str, str], leave_out: tuple[str, ...] = (),
+                   seed: int = 0) -> pd.DataFrame:
+    """The BLANCA summary table (``probes.blanca.evaluate.summarize``) of the scores of ``set_name`` on ``split``,
+    without the models in ``leave_out``; computed once per (scores on disk, settings)."""
+    stamp = _stamps(_score_files(path, set_name))
+    return _blanca_summary(str(path), set_name, split, tuple(sorted(targets.items())), tuple(leave_out), seed, stamp)

@@ -19,7 +19,8 @@ import streamlit as st
 
 from asc.corpus.jobs import Job, JobKind, JobQueue
 from asc.models import EMBEDDED
-from asc.paths import attention_dir, default_model, gluecode_dir, layers_dir, runs_dir
+from asc.paths import attention_dir, blanca_dir, default_model, gluecode_dir, layers_dir, runs_dir
+from probes.blanca.runs import blanca_job
 from probes.catalog import layer_job
 from probes.codesyntax.attention import attention_job
 from probes.gluecode.runs import gluecode_job
@@ -34,6 +35,7 @@ DEMO_SIZE = 200
 DEMO_TASK_CORPUS = "stdlib"
 DEMO_GLUECODE = ("algorithms", 24, ("function", "file"))  # the glueCode demo: corpus, items per task (half test), levels
 DEMO_BASELINE = "minilm-l6"  # the layer demo's baseline encoder (Table III), where installed
+DEMO_BLANCA = ("minilm-l6", ("R", "L", "F", "H", "U"))  # the BLANCA demo: encoder (where installed), stdlib tasks
 DEMO_BUTTON = "Run a small demo (about a minute)"
 
 
@@ -93,12 +95,15 @@ def job_panel(kind: JobKind, describe: Callable[[Job], str] | None = None) -> No
 
 def demo_models(kind: JobKind) -> list[str]:
     """The models a demo of ``kind`` runs: the default model; the layer demo adds the MiniLM baseline
-    (:data:`DEMO_BASELINE`) where its weights are installed, but never next to the tiny random model (a test
-    or offline setting: its demos stay free of real models)."""
+    (:data:`DEMO_BASELINE`) where its weights are installed, and the BLANCA demo runs MiniLM in its place, but
+    neither next to the tiny random model (a test or offline setting: its demos stay free of real models)."""
     model = default_model()
     baseline = EMBEDDED[DEMO_BASELINE]
     if kind is JobKind.LAYERS and model not in ("tiny-random", DEMO_BASELINE) and baseline.installed():
         return [model, DEMO_BASELINE]
+    encoder = DEMO_BLANCA[0]
+    if kind is JobKind.BLANCA and model != "tiny-random" and EMBEDDED[encoder].installed():
+        return [encoder]  # BLANCA embeds text: a sentence encoder in place of the default decoder
     return [model]
 
 
@@ -115,6 +120,10 @@ def describe_demo(kind: JobKind) -> str:
         return (f"The five glueCode tasks answered by {models}: {size} items per task built from the {corpus} "
                 "package (the test half answered; NAME by generation only), with the function and with the whole "
                 "file.")
+    if kind is JobKind.BLANCA:
+        return (f"The five BLANCA tasks scored with the embeddings of {models}: built from the Python documentation "
+                "and the standard library's classes (about 2,500 texts; about a minute and a half on a 2-core CPU, "
+                "the task set built once).")
     return f"AsC-Eval of the first {DEMO_LIMIT} HumanEval functions on {models}."
 
 
@@ -141,6 +150,11 @@ def submit_demo(kind: JobKind, queue: JobQueue, owner: str = "", device: str | N
                                 name_modes=("generate",))  # ranking ten names is the slowest answer: not in a demo
             submitted.append(queue.submit_call(kind, model, f"glueCode: {corpus} ({size} items per task)", folder, call,
                                                **where))
+        elif kind is JobKind.BLANCA:
+            folder = blanca_dir()
+            tasks = DEMO_BLANCA[1]
+            submitted.append(queue.submit_call(kind, model, f"BLANCA: {', '.join(tasks)} (stdlib)", folder,
+                                               blanca_job(tasks, folder), **where))
         else:
             root = attention_dir()
             call = attention_job(DEMO_CORPUS, root, spec=model, limit=DEMO_LIMIT,

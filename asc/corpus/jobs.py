@@ -76,6 +76,7 @@ class JobKind(StrEnum):
     LAYERS = "layers"  # layer probes (Layer heatmaps page)
     ATTENTION = "attention"  # attention heads (Attention maps page)
     GLUECODE = "gluecode"  # glueCode tasks answered zero-shot (Benchmark tasks page)
+    BLANCA = "blanca"  # BLANCA task sets embedded and scored (Text about code page)
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Attacks on run folders already on disk: garbled or truncated meta.json, runs that failed before their first
 chunk, truncated Parquet parts and parts without a column. Loading gives a CorpusError naming the folder and
-the fix, listings keep such folders apart, and the pages show an error instead of a traceback."""
+the fix, listings keep such folders apart, and the pages show an error instead of a traceback (the BLANCA page too,
+for its scores and task files)."""
 
 from __future__ import annotations
 
@@ -214,3 +215,38 @@ def test_pages_show_an_error_for_a_run_with_broken_parts(good_run, tmp_path, mon
     at.run()
     assert not at.exception, at.exception
     assert any(str(bad) in e.value and "lacks the column value" in e.value for e in at.error)
+
+
+# ------------------------------------------------------------------------------------------------ BLANCA folders
+
+
+@pytest.mark.parametrize("broken", ["parquet", "model.json", "task file"])
+def test_the_blanca_page_shows_an_error_for_broken_files(tiny, tmp_path, monkeypatch, broken):
+    """A truncated scores file, a garbled model.json or a task file that does not validate: an error on the
+    BLANCA page (naming the set, or the file and line), never a traceback."""
+    from probes.blanca.build import load_task_set
+    from probes.blanca.runs import run_blanca
+    from tests.helpers import write_blanca_set
+
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    out = tmp_path / "blanca"
+    folder = write_blanca_set(out, skipped={"R": "no docs", "L": "no docs", "F": "no docs"})
+    run_blanca(tiny, load_task_set(folder), out)
+    [scored] = (out / "scores" / folder.name).iterdir()
+    if broken == "parquet":
+        part = scored / "H.parquet"
+        part.write_bytes(part.read_bytes()[:200])
+    elif broken == "model.json":
+        (scored / "model.json").write_text('{"label": ')
+    else:
+        (folder / "U.jsonl").write_text((folder / "U.jsonl").read_text().replace('"target": 0.9', '"target": "near"'))
+    at = AppTest.from_file(str(ROOT / "pages" / "blanca.py"), default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    errors = [e.value.replace("\\", "") for e in at.error]
+    if broken == "task file":
+        assert errors[0].startswith(f"The task set {folder.name} cannot be read: {folder / 'U.jsonl'}, line ")
+        assert any("No BLANCA results yet" in i.value for i in at.info)  # its only set: the page says how to start
+    else:
+        assert errors and errors[0].startswith(f"The scores of {folder.name} under {out} cannot be read")

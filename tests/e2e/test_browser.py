@@ -2,7 +2,9 @@
 
 Opens the inspector, explains the example, clicks a node in the partial AST, downloads the tokens
 CSV; opens Compare with the two embedded models (SmolLM2, Gemma) and the Global page on a small
-SmolLM2 run and the glueCode page on a small SmolLM2 run (its table, context plot, an item outlined); on a fresh runs folder, opens /inspector directly and runs the Global page's one-click
+SmolLM2 run and the glueCode page on a small SmolLM2 run (its table, context plot, an item outlined) and the BLANCA page
+on a small MiniLM run (its table and figures, an R question picked); on a fresh runs folder, opens /inspector directly
+and runs the Global page's one-click
 demo until its figures appear; saves screenshots under test-output/. Marked ``browser`` (and ``real``: SmolLM2 and Gemma
 load); deselect with ``-m "not browser"``. Skipped (with the reason) where chromium is missing;
 `make test` installs it.
@@ -240,6 +242,44 @@ def test_gluecode_page_in_chromium(server, browser, runs_dir):
     tree.scroll_into_view_if_needed()
     assert tree.locator(".js-plotly-plot").count() == 1
     page.screenshot(path=str(OUT / "gluecode-item.png"))
+    page.close()
+
+
+def test_blanca_page_in_chromium(server, browser, runs_dir):
+    # a small real BLANCA run (MiniLM, hand-made items of the five tasks) where the server's page reads it
+    from asc.models import load_model
+    from probes.blanca.build import load_task_set
+    from probes.blanca.runs import run_blanca
+    from tests.helpers import blanca_items, write_blanca_set
+
+    folder = runs_dir / "blanca"
+    run_blanca(load_model("minilm-l6"), load_task_set(write_blanca_set(folder)), folder)
+    page = _open(browser, server + "/text-about-code", "Text about code (BLANCA)")
+    page.wait_for_selector("text=Every metric with its 95% bootstrap interval", timeout=120_000)
+    if page.get_by_text("Page not found").count():  # the server's very first session (see the test below)
+        page.keyboard.press("Escape")
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert page.locator("[data-testid='stDataFrame']").count() >= 1  # the paper-style table
+    _charts(page, 1)
+    bars = page.locator("[data-testid='stPlotlyChart']").first
+    bars.scroll_into_view_if_needed()
+    assert "BLANCA per task" in bars.locator(".gtitle").text_content()
+    bars.screenshot(path=str(OUT / "blanca-summary.png"))
+    # R: another question of the test split draws its own ranked answers
+    page.get_by_role("tab", name="R: ranked answers").click()
+    ranked = page.locator(".st-key-bl_fig_ranked")
+    ranked.wait_for(timeout=60_000)
+    tests = [it for it in blanca_items("R") if it.split == "test"]
+    from playwright.sync_api import expect
+
+    expect(ranked.locator(".gtitle")).to_contain_text(f"question {tests[0].id} ", timeout=60_000)
+    page.locator(".st-key-bl_r_question").click()
+    page.get_by_role("option", name=tests[1].question).click()
+    _idle(page)
+    expect(ranked.locator(".gtitle")).to_contain_text(f"question {tests[1].id} ", timeout=60_000)
+    assert page.get_by_text(tests[1].question, exact=True).count() >= 1  # the question's text under the figure
+    assert page.locator("[data-testid='stException']").count() == 0
+    page.screenshot(path=str(OUT / "blanca-ranked.png"))
     page.close()
 
 

@@ -124,6 +124,19 @@ def test_gluecode_demo_answers_the_algorithms_tasks_at_two_levels(fresh):
     assert at.dataframe[0].value["model"].iloc[0] == "tiny-random"  # Table 2
 
 
+@pytest.mark.slow
+def test_blanca_demo_scores_the_stdlib_tasks(fresh):
+    at, new = _click_demo("blanca", JobKind.BLANCA, fresh)
+    assert [job.model for job in new] == ["tiny-random"]  # MiniLM's place under the tiny default (no real model)
+    from probes.blanca.build import load_task_set
+    from probes.blanca.runs import load_scores
+
+    task_set = load_task_set(fresh / "blanca" / "tasks" / "stdlib-seed0")
+    built = set(task_set.items)
+    assert {"H", "U"} <= built and set(load_scores(fresh / "blanca", "stdlib-seed0")["task"]) == built
+    assert at.dataframe[0].value["model"].iloc[0] == "tiny-random"  # the paper-style table
+
+
 def test_layer_demo_adds_the_minilm_baseline_for_a_real_default(monkeypatch):
     from asc.models import EMBEDDED
 
@@ -131,5 +144,8 @@ def test_layer_demo_adds_the_minilm_baseline_for_a_real_default(monkeypatch):
     expected = ["smollm2-135m", "minilm-l6"] if EMBEDDED["minilm-l6"].installed() else ["smollm2-135m"]
     assert jobs.demo_models(JobKind.LAYERS) == expected
     assert jobs.demo_models(JobKind.EVAL) == jobs.demo_models(JobKind.ATTENTION) == ["smollm2-135m"]
+    # the BLANCA demo embeds text: MiniLM in the default decoder's place
+    assert jobs.demo_models(JobKind.BLANCA) == (["minilm-l6"] if EMBEDDED["minilm-l6"].installed()
+                                                else ["smollm2-135m"])
     monkeypatch.delenv("ASC_MODEL")
     assert jobs.demo_models(JobKind.EVAL) == ["smollm2-135m"]  # asc.paths.default_model()

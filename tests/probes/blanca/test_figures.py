@@ -144,8 +144,8 @@ def _summary():
     nan = float("nan")
     rows = [("m1", "R", "MRR", 0.6, 0.5, 0.7, nan, 40), ("m1", "R", "NDCG", 0.8, 0.7, 0.9, nan, 40),
             ("m2", "R", "MRR", 0.4, 0.3, 0.5, nan, 40), ("m2", "R", "NDCG", 0.7, 0.6, 0.8, nan, 40),
-            ("m1", "L", "t", 5.0, 4.0, 6.5, 1e-6, 30), ("m1", "L", "distance+", 0.2, nan, nan, nan, 30),
-            ("m2", "L", "t", -1.0, nan, nan, 0.3, 30), ("m2", "H", "r", 0.25, 0.2, 0.3, 0.01, 100)]
+            ("m1", "L", "d", 5.0, 4.0, 6.5, 1e-6, 30), ("m1", "L", "distance+", 0.2, nan, nan, nan, 30),
+            ("m2", "L", "d", -1.0, nan, nan, 0.3, 30), ("m2", "H", "r", 0.25, 0.2, 0.3, 0.01, 100)]
     return pd.DataFrame(rows, columns=["model", "task", "metric", "value", "low", "high", "p_value", "n"])
 
 
@@ -153,7 +153,7 @@ def test_summary_bars_one_panel_per_task_with_intervals():
     summary = _summary()
     fig = summary_bars(summary)
     data = _spec(fig)["data"]
-    assert [a.text for a in fig.layout.annotations] == ["R (MRR)", "L (t)", "H (r)"]
+    assert [a.text for a in fig.layout.annotations] == ["R (MRR)", "L (d)", "H (r)"]
     assert [(t["name"], t["xaxis"], t["y"][0]) for t in data] == [
         ("m1", "x", 0.6), ("m2", "x", 0.4), ("m1", "x2", 5.0), ("m2", "x2", -1.0), ("m2", "x3", 0.25)]
     assert [t["showlegend"] for t in data] == [True, True, False, False, False]
