@@ -96,7 +96,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     out = Path(args.out)
     t0 = time.perf_counter()
     settings: dict[str, Any] = {"corpus": args.corpus, "aggregate": args.aggregate, "options": _align_options(args),
-                "batch_size": args.batch_size, "max_window": args.max_window, "progress": not args.quiet}
+                "batch_size": args.batch_size, "max_window": args.max_window, "progress": not args.quiet,
+                "layers": args.layers}
     try:
         if args.engine == "ray":
             from asc.corpus.engines import run_corpus_ray
@@ -127,6 +128,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"{mark}{row.category:<24} {fmt(row.median)}  [{fmt(row.ci_low)}, {fmt(row.ci_high)}]  "
               f"nodes {row.n_nodes:>7}  snippets {row.n_snippets:>5}")
     print(f"\n(+ at or above the {args.threshold} line, - below)  results: {out}")
+    if args.layers:
+        from asc.corpus.layers import crossing_table, layer_summary
+
+        summary = layer_summary(out)
+        write_table(summary, out / "layers.csv")
+        last = int(summary["layer"].max())
+        print(f"\nper layer (logit lens, layer 0 = embeddings, {last} = output): median node value, and the first "
+              f"layer at or above {args.threshold}")
+        wide = summary.pivot_table(index="category", columns="layer", values="value")
+        picks = sorted({0, last // 4, last // 2, 3 * last // 4, last})
+        crossing = crossing_table(summary, args.threshold).set_index("category")
+        for category, row in wide.iterrows():
+            cells = "  ".join(f"L{k}:{fmt(row.get(k), 2)}" for k in picks)
+            first = crossing.loc[category, "crossing"]
+            print(f"  {category:<24} {'-' if first != first else int(first):>4}  {cells}")
+        print(f"(all layers in {out / 'layers.csv'})")
     return 0
 
 
@@ -227,6 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     _bootstrap_option(p)
     p.add_argument("--threshold", type=float, default=0.6, help="the 'acceptable confidence' line")
+    p.add_argument("--layers", action="store_true", help="also AsC-Eval at every layer (logit lens; about 3-8x the "
+                   "cost): adds the layers/ table and a category x layer summary")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--engine", default="local", choices=("local", "ray"),
                    help="local: this process; ray: a pool of Ray actors (see README, 'Running on a Ray cluster')")

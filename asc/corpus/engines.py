@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from asc.align import AlignOptions
+from asc.corpus.layers import LAYERS_TABLE, chunk_layers, layer_bytes, write_layers
 from asc.corpus.resume import check_corpus
 from asc.corpus.runs import (
     TABLES,
@@ -41,6 +42,7 @@ from asc.corpus.runs import (
 )
 from asc.corpus.sources import Snippet
 from asc.errors import AscError, CorpusError
+from asc.lens import lens_scores
 
 __all__ = ["ChunkScorer", "run_corpus_ray"]
 
@@ -51,7 +53,7 @@ class ChunkScorer:
     """A Ray Data actor: loads the model once, then turns batches of chunks into their tables as Parquet bytes."""
 
     def __init__(self, spec: str, trust_remote_code: bool, device: str, dtype: str, aggregate: str, options: dict,
-                 max_window: int | None, threads: int) -> None:
+                 max_window: int | None, threads: int, layers: bool = False) -> None:
         import torch
 
         from asc.models import load_model
@@ -63,6 +65,7 @@ class ChunkScorer:
         self.aggregate = aggregate
         self.options = AlignOptions(**options)
         self.max_window = max_window
+        self.layers = layers
         self.cmaps: dict = {}
 
     def __call__(self, batch: dict[str, Any]) -> Any:
@@ -75,11 +78,18 @@ class ChunkScorer:
         rows = []
         for part, text in zip(batch["part"], batch["chunk"], strict=True):
             chunk = [Snippet(**d) for d in json.loads(str(text))]
-            scored = score_texts(self.bundle, [s.source for s in chunk], max_window=self.max_window)
+            extra = {}
+            if self.layers:
+                lenses = [lens_scores(self.bundle, s.source, max_window=self.max_window) for s in chunk]
+                scored = [lens.output for lens in lenses]
+                extra[LAYERS_TABLE] = layer_bytes(chunk_layers(self.info, chunk, lenses, aggregate=self.aggregate,
+                                                               options=self.options, cmaps=self.cmaps))
+            else:
+                scored = score_texts(self.bundle, [s.source for s in chunk], max_window=self.max_window)
             tables = chunk_tables(self.info, chunk, scored, aggregate=self.aggregate, options=self.options,
                                   cmaps=self.cmaps)
             rows.append({"part": int(part), "n": len(chunk), "model": self.model}
-                        | {t: parquet_bytes(tables[t]) for t in TABLES})
+                        | {t: parquet_bytes(tables[t]) for t in TABLES} | extra)
         return pd.DataFrame(rows)
 
 
@@ -103,7 +113,7 @@ def run_corpus_ray(model_spec: str, snippets: Sequence[Snippet], out: str | Path
                    device: str = "cpu", dtype: str = "float32", corpus: str = "", aggregate: str = "median",
                    options: AlignOptions | None = None, batch_size: int = 8, max_window: int | None = None,
                    progress: bool | None = None, on_progress: Callable[[int, int], None] | None = None,
-                   should_stop: Callable[[], bool] | None = None) -> Path:
+                   should_stop: Callable[[], bool] | None = None, layers: bool = False) -> Path:
     """:func:`asc.corpus.runs.run_corpus` with the scoring spread over a pool of Ray actors. Returns the folder.
 
     ``workers``: actors in the pool (default: one per GPU of the cluster, or 2 without GPUs);
@@ -116,7 +126,7 @@ def run_corpus_ray(model_spec: str, snippets: Sequence[Snippet], out: str | Path
     """
     options = options or AlignOptions()
     plan_args: dict[str, Any] = {"corpus": corpus, "aggregate": aggregate, "options": options,
-                                 "max_window": max_window}
+                                 "max_window": max_window, "layers": layers}
     with open_run(out) as folder:
         done, first_part = done_ids(folder)
         check_corpus(folder, done, snippets)  # a corpus mismatch is refused before Ray starts
@@ -135,7 +145,7 @@ def run_corpus_ray(model_spec: str, snippets: Sequence[Snippet], out: str | Path
                           should_stop=should_stop, workers=workers, gpus_per_worker=gpus_per_worker,
                           constructor={"spec": model_spec, "trust_remote_code": trust_remote_code, "device": device,
                                        "dtype": dtype, "aggregate": aggregate, "options": asdict(options),
-                                       "max_window": max_window})
+                                       "max_window": max_window, "layers": layers})
         finally:
             if started:
                 ray.shutdown()
@@ -168,6 +178,8 @@ def _score(ray: Any, first_part: int, chunks: list[list[Snippet]], folder: Path,
             if plan is None:  # the settings check needs the model as the actors loaded it
                 plan = plan_run(json.loads(str(row["model"])), snippets, folder, **plan_args)
                 bar = progress_bar(progress, plan, plan.meta["settings"]["model"]["name"])
+            if LAYERS_TABLE in row:  # before the chunk: its snippets part marks the chunk done
+                write_layers(folder, int(row["part"]), bytes(row[LAYERS_TABLE]))
             write_chunk(folder, int(row["part"]), {t: bytes(row[t]) for t in TABLES})
             plan.n_done += int(row["n"])
             if bar is not None:

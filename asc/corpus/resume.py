@@ -31,7 +31,7 @@ from asc.errors import CorpusError
 __all__ = ["SETTINGS_KEYS", "check_corpus", "corpus_identity", "remove_unstarted", "settings_differences",
            "source_digest", "writer_lock"]
 
-SETTINGS_KEYS = ("format", "model", "aggregate", "align", "max_window")  # must match to resume a folder
+SETTINGS_KEYS = ("format", "model", "aggregate", "align", "max_window", "layers")  # must match to resume a folder
 
 
 def source_digest(text: str) -> str:

@@ -54,6 +54,7 @@ from asc.atomic import write_atomic
 from asc.complexity import complexity_of_tree
 from asc.concepts import GLOBAL, CategoryMap, aggregate_segments, load_categories
 from asc.corpus.digest import DIGEST, RunDigest, digest_bytes, read_digest
+from asc.corpus.layers import chunk_layers, write_layers
 from asc.corpus.listing import meta_problem, read_meta
 from asc.corpus.resume import (
     check_corpus,
@@ -66,6 +67,7 @@ from asc.corpus.resume import (
 from asc.corpus.sources import Snippet
 from asc.errors import CorpusError
 from asc.explain import Explanation, explain_scored
+from asc.lens import lens_scores
 from asc.models import ModelBundle
 from asc.scores import score_texts
 
@@ -123,9 +125,11 @@ def _frames(snip: Snippet, ex: Explanation, cmap: CategoryMap, aggregate: str) -
     return {"tokens": tok, "nodes": nodes, "concepts": concepts, "snippets": snippets}
 
 
-def _settings(model: dict, corpus: str, aggregate: str, options: AlignOptions, max_window: int | None) -> dict:
-    return {"format": FORMAT_VERSION, "model": model, "corpus": corpus, "aggregate": aggregate,
-            "align": asdict(options), "max_window": max_window}
+def _settings(model: dict, corpus: str, aggregate: str, options: AlignOptions, max_window: int | None,
+              layers: bool = False) -> dict:
+    settings = {"format": FORMAT_VERSION, "model": model, "corpus": corpus, "aggregate": aggregate,
+                "align": asdict(options), "max_window": max_window}
+    return settings | {"layers": True} if layers else settings  # absent, not False: older runs stay resumable
 
 
 def _broken(path: Path, what: str) -> CorpusError:
@@ -204,10 +208,10 @@ def open_run(out: str | Path) -> Iterator[Path]:
 
 
 def plan_run(model: dict, snippets: Sequence[Snippet], out: Path, *, corpus: str, aggregate: str,
-             options: AlignOptions, max_window: int | None) -> RunPlan:
+             options: AlignOptions, max_window: int | None, layers: bool = False) -> RunPlan:
     """Check a locked run folder against the settings (``model``: :meth:`ModelBundle.describe`) and the corpus,
     write corpus.json and meta.json, and say what is left to do. Whichever engine wrote the done snippets."""
-    settings = _settings(model, corpus, aggregate, options, max_window)
+    settings = _settings(model, corpus, aggregate, options, max_window, layers)
     meta_path = out / "meta.json"
     old = read_meta(out) if meta_path.exists() else None
     if old is not None:
@@ -308,8 +312,10 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
                aggregate: str = "median", options: AlignOptions | None = None, batch_size: int = 8,
                max_window: int | None = None, progress: bool | None = None,
                on_progress: Callable[[int, int], None] | None = None,
-               should_stop: Callable[[], bool] | None = None) -> Path:
+               should_stop: Callable[[], bool] | None = None, layers: bool = False) -> Path:
     """Evaluate ``snippets`` and write/extend the run folder ``out``. Returns the folder.
+
+    ``layers`` scores each snippet with the logit lens and adds the ``layers/`` table (:mod:`asc.corpus.layers`).
 
     ``progress`` shows a tqdm bar (default: when stderr is a terminal); ``on_progress(done, total)`` is
     called after every chunk (for UIs); ``should_stop()`` is asked before every chunk and ends the
@@ -318,7 +324,7 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
     options = options or AlignOptions()
     with open_run(out) as folder:
         plan = plan_run(bundle.describe(), snippets, folder, corpus=corpus, aggregate=aggregate, options=options,
-                        max_window=max_window)
+                        max_window=max_window, layers=layers)
         cmaps: dict[str, CategoryMap] = {}
         info = bundle.summary()
         bar = progress_bar(progress, plan, bundle.name)
@@ -328,7 +334,13 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
                 if should_stop is not None and should_stop():
                     log.info("stopped on request after %d of %d snippets", total_done, plan.n_planned)
                     return folder
-                scored = score_texts(bundle, [s.source for s in chunk], max_window=max_window)
+                if layers:
+                    lenses = [lens_scores(bundle, s.source, max_window=max_window) for s in chunk]
+                    scored = [lens.output for lens in lenses]
+                    write_layers(folder, plan.next_part + i, chunk_layers(info, chunk, lenses, aggregate=aggregate,
+                                                                          options=options, cmaps=cmaps))
+                else:
+                    scored = score_texts(bundle, [s.source for s in chunk], max_window=max_window)
                 tables = chunk_tables(info, chunk, scored, aggregate=aggregate, options=options, cmaps=cmaps)
                 write_chunk(folder, plan.next_part + i, tables)
                 total_done += len(chunk)
