@@ -71,6 +71,7 @@ bench: setup
 	# glueCode: seconds and tokens per item of each task at the function and file levels (issue 17)
 	PYTHONPATH=. $(PY) benchmarks/bench_gluecode.py
 	PYTHONPATH=. $(PY) benchmarks/bench_blanca.py
+	PYTHONPATH=. $(PY) benchmarks/bench_layers.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

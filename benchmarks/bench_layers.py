@@ -1,0 +1,76 @@
+"""`make bench` (AsC-Eval per layer): what the logit lens costs, as ratios measured in one run.
+
+1. One 60-line function (the longest of ``algorithms`` up to 60 lines): per-layer AsC-Eval
+   (:func:`asc.depth.explain_layers`) against one bare forward pass of the model over it. Target: <= 8x.
+2. A small corpus run (``--snippets`` functions of ``algorithms``): ``run_corpus(..., layers=True)`` against the
+   same run without ``--layers``. Target: <= 8x.
+
+The two kinds of call are interleaved over ``--rounds`` rounds to share the machine's noise; the median ratio is
+printed, with the absolute times. Per-layer unembedding scales with layers x vocabulary x hidden size, so Gemma
+(262k vocabulary) costs more than SmolLM2 (49k).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", action="append", help="models (default smollm2-135m)")
+    ap.add_argument("--snippets", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from asc.corpus import run_corpus
+    from asc.corpus.sources import load_corpus
+    from asc.depth import explain_layers
+    from asc.models import load_model
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    functions = load_corpus("algorithms", min_lines=40, max_lines=60)
+    longest = max(functions, key=lambda s: len(s.source.splitlines())).source
+    corpus = load_corpus("algorithms", limit=args.snippets, min_lines=10, max_lines=60)
+    for name in args.model or ["smollm2-135m"]:
+        bundle = load_model(name)
+        ids = bundle.tokenizer(longest, return_tensors="pt")["input_ids"]
+        explain_layers(bundle, longest)  # warm-up
+        times: dict[str, list[float]] = {"forward": [], "layers": [], "run": [], "run --layers": []}
+        for _ in range(args.rounds):
+            t = time.perf_counter()
+            with torch.inference_mode():
+                bundle.model(input_ids=ids, use_cache=False)
+            times["forward"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            explain_layers(bundle, longest)
+            times["layers"].append(time.perf_counter() - t)
+            with tempfile.TemporaryDirectory() as tmp:
+                for key, layers in (("run", False), ("run --layers", True)):
+                    t = time.perf_counter()
+                    run_corpus(bundle, corpus, Path(tmp) / key.replace(" ", ""), corpus="algorithms", progress=False,
+                               layers=layers)
+                    times[key].append(time.perf_counter() - t)
+        one = statistics.median(b / a for a, b in zip(times["forward"], times["layers"], strict=True))
+        run = statistics.median(b / a for a, b in zip(times["run"], times["run --layers"], strict=True))
+        print(f"{name} ({bundle.n_layers} layers, {ids.shape[1]}-token function, {len(corpus)}-snippet run, "
+              f"{args.rounds} rounds):")
+        print(f"  one function: forward {statistics.median(times['forward']):.2f} s, per-layer AsC-Eval "
+              f"{statistics.median(times['layers']):.2f} s -> {one:.1f}x (target <= 8x)")
+        print(f"  corpus run:   plain {statistics.median(times['run']):.1f} s, --layers "
+              f"{statistics.median(times['run --layers']):.1f} s -> {run:.1f}x (target <= 8x)")
+
+
+if __name__ == "__main__":
+    main()
