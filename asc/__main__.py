@@ -149,8 +149,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from asc.corpus.runs import load_digest
-    from asc.corpus.summary import difference_table, summary_table, wide_table
+    from asc.corpus.summary import difference_table, run_labels, summary_table, wide_table
 
+    resolved = [str(Path(p).resolve()) for p in args.runs]
+    if len(set(resolved)) < len(resolved):
+        from asc.errors import InputError
+
+        raise InputError("the same run folder is given twice: name each run once")
     runs = [load_digest(path) for path in args.runs]
     languages = {lang for run in runs for lang in run.languages}
     categories = load_categories(sorted(languages)[0] if languages else "python").categories
@@ -170,9 +175,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"\n{diff['model_a'].iloc[0]} minus {diff['model_b'].iloc[0]} (median node value per category)\n")
             print(diff[["category", "median_a", "median_b", "difference", "nodes_a", "nodes_b"]]
                   .to_string(index=False, float_format=lambda v: f"{v:+.3f}"))
+        _compare_layers(args.runs, run_labels(runs))
     if args.out:
         print(f"\nlong table written to {args.out}")
     return 0
+
+
+def _compare_layers(paths: list[str], labels: list[str]) -> None:
+    """For the runs made with ``--layers``: where each category first reaches 0.6, in relative depth."""
+    from asc.corpus.layers import crossing_table, has_layers, layer_summary
+
+    unique = [label if labels.count(label) == 1 else f"{label} ({k + 1})" for k, label in enumerate(labels)]
+    layered = [layer_summary(p, label) for p, label in zip(paths, unique, strict=True) if has_layers(p)]
+    if not layered:
+        return
+    import pandas as pd
+
+    crossing = crossing_table(pd.concat(layered, ignore_index=True))
+    wide = crossing.pivot(index="category", columns="model", values="crossing_depth")
+    print("\nper layer (runs made with --layers): relative depth (layer / layers) where each category's median "
+          "first reaches 0.6 (NaN: never)\n")
+    print(wide.to_string(float_format=lambda v: f"{v:.2f}"))
 
 
 def _refute_sample(text: str) -> int | None:

@@ -107,3 +107,16 @@ def test_ray_writes_the_same_layers(layered, snippets, tmp_path):
     b = pd.read_parquet(out / "layers").sort_values(keys).reset_index(drop=True)
     pd.testing.assert_frame_equal(a, b)
     assert load_run(out).meta["settings"]["layers"] is True
+
+
+def test_cli_compare_adds_crossings_of_layer_runs_and_refuses_a_run_twice(layered, tiny, snippets, tmp_path, capsys):
+    from asc.__main__ import main
+
+    other = tmp_path / "other"
+    run_corpus(tiny, snippets[:3], other, corpus="humaneval", progress=False, layers=True)
+    assert main(["compare", str(layered), str(other), "--n-boot", "20"]) == 0
+    printed = capsys.readouterr().out
+    assert "relative depth (layer / layers) where each category's median first reaches 0.6" in printed
+    assert "Global" in printed.split("first reaches 0.6")[1]
+    assert main(["compare", str(layered), str(layered)]) == 2
+    assert "the same run folder is given twice" in capsys.readouterr().err
