@@ -12,23 +12,26 @@ different depth on one axis.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from asc.align import AlignOptions
 from asc.concepts import CategoryMap, check_aggregate, load_categories
+from asc.errors import InputError
 from asc.explain import Explanation, check_source, explain_scored, node_values
 from asc.lens import LayerScores, lens_scores
 from asc.models import ModelBundle
+from asc.scores import vocab_text
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["CROSSING", "LayerExplanation", "explain_layers", "layer_values"]
+__all__ = ["CROSSING", "LayerExplanation", "explain_layers", "layer_values", "top_vocab"]
 
 CROSSING = 0.6
 
@@ -72,6 +75,49 @@ class LayerExplanation:
                 if not math.isnan(self.category_values[layer, k])]
         return pd.DataFrame(rows, columns=["layer", "depth", "category", "value"])
 
+    def node_curve(self, node: int) -> pd.DataFrame:
+        """One node's value at every layer: ``layer, depth (layer / L), value`` (NaN where it has no token)."""
+        import pandas as pd
+
+        if not 0 <= node < self.values.shape[1]:
+            raise InputError(f"node {node} is not in this snippet's tree (0 .. {self.values.shape[1] - 1})")
+        last = max(1, self.n_layers - 1)
+        layers = np.arange(self.n_layers)
+        return pd.DataFrame({"layer": layers, "depth": layers / last, "value": self.values[:, node].astype(float)})
+
+    def at(self, layer: int, vocab: Mapping[int, str] | Sequence[str] | None = None) -> Explanation:
+        """The :class:`~asc.explain.Explanation` as layer ``layer`` sees the snippet (negative counts from the
+        output): the same tree and alignment, that layer's token statistics (probability, log-probability,
+        entropy, rank, top-k) and the node, node-type and category values aggregated from them, so every view
+        that draws an Explanation draws that layer. The output layer returns :attr:`explanation` itself.
+
+        ``vocab`` decodes the layer's top-k ids (``vocab[id]``: :func:`top_vocab`, or the whole
+        :func:`~asc.scores.vocab_text`); without it, ids the output's top-k decoded keep that text and the others
+        read ``<id 123>``."""
+        n = self.n_layers
+        if not -n <= layer < n:
+            raise InputError(f"layer {layer} does not exist: this model has layers 0 (embeddings) .. {n - 1} (output)")
+        layer %= n
+        ex = self.explanation
+        if layer == n - 1:
+            return ex
+        lens = self.lens
+        if vocab is None:
+            known = {int(i): t for row_ids, row_text in zip(ex.scores.top_ids.tolist(), ex.scores.top_text)
+                     for i, t in zip(row_ids, row_text)}
+            texts: Any = _Decoded(known)
+        else:
+            texts = vocab
+        top_ids = lens.top_ids[layer]
+        scores = dataclasses.replace(
+            ex.scores, prob=lens.prob[layer], logprob=lens.logprob[layer], entropy=lens.entropy[layer],
+            rank=lens.rank[layer], top_ids=top_ids, top_probs=lens.top_probs[layer],
+            top_text=tuple(tuple(texts[i] for i in row if i >= 0) for row in top_ids.tolist()))
+        cmap = CategoryMap(ex.tree.language, ex.categories,
+                           {t: c for t, c in zip(ex.tree.type, ex.node_category) if c is not None}, ())
+        values, concepts, by_cat = node_values(scores.prob, ex.tree, ex.alignment, cmap, ex.aggregate)
+        return dataclasses.replace(ex, scores=scores, values=values, concept_values=concepts, category_values=by_cat)
+
     def to_dict(self, threshold: float = CROSSING) -> dict:
         """The ``"layers"`` block of ``python -m asc explain --layers --json`` (README): per-layer token
         probabilities (null where a token has no prediction), category values and crossings."""
@@ -82,6 +128,20 @@ class LayerExplanation:
                 "token_prob": [clean(row) for row in self.lens.prob],
                 "category_values": {cat: clean(self.category_values[:, k]) for k, cat in enumerate(self.categories)},
                 "crossing": self.crossing(threshold)}
+
+
+class _Decoded(dict):
+    """Top-k texts known from the output layer; an id it never decoded reads ``<id N>``."""
+
+    def __missing__(self, key: int) -> str:
+        return f"<id {key}>"
+
+
+def top_vocab(lens: LayerScores, tokenizer: Any) -> dict[int, str]:
+    """The text of every id in any layer's top-k (what :meth:`LayerExplanation.at` needs to decode them), decoded
+    as the output's alternatives are (:func:`asc.scores.vocab_text`): a small table instead of the vocabulary."""
+    table = vocab_text(tokenizer)
+    return {int(i): table[int(i)] for i in np.unique(lens.top_ids) if i >= 0}
 
 
 def layer_values(explanation: Explanation, lens: LayerScores, categories: CategoryMap) -> tuple[np.ndarray, np.ndarray]:

@@ -15,11 +15,19 @@ from asc import paths as asc_paths
 from asc.concepts import GLOBAL
 from asc.corpus.bootstrap import METHODS
 from asc.corpus.jobs import JobKind
+from asc.corpus.layers import crossing_table
 from asc.corpus.listing import run_folders
 from asc.corpus.summary import box_table, difference_table, run_labels, type_table, wide_table
 from asc.export import csv_text
 from asc.viz import category_bars, concept_treemap, difference_bars, figure_html, styled_table, value_distribution
+from asc.viz.layers import depth_curves, layer_heatmap
 from ui import access, cache, guards, jobs, widgets
+
+
+def _layer_categories(table: pd.DataFrame) -> list[str]:
+    names = sorted(c for c in table["category"].unique() if c != GLOBAL)
+    return [GLOBAL, *names]
+
 
 st.title("Global AsC-Eval")
 st.caption("AsC-Eval over whole corpora: the bootstrapped median of node values per syntax category (paper "
@@ -125,6 +133,28 @@ if len(runs) >= 2:
     t1.dataframe(diff_cat, hide_index=True, width="stretch")
     t2.plotly_chart(diff_fig, key="diff_bars")
 
+st.subheader("Per layer (logit lens)")
+layer_tables = [t for t in (cache.layer_summary(f, label) for f, label in zip(chosen, labels)) if t is not None]
+layers_all = heat = curves = None
+if not layer_tables:
+    st.caption("None of the chosen runs has per-layer values: `python -m asc eval --model M --corpus C --out F "
+               "--layers` computes AsC-Eval from every layer's prediction (logit lens), at a few times the cost.")
+else:
+    layers_all = pd.concat(layer_tables, ignore_index=True)
+    l1, l2 = st.columns(2)
+    heat_model = l1.selectbox("Heatmap of", list(layers_all["model"].unique()), key="layer_model")
+    heat = layer_heatmap(layers_all, heat_model, threshold)
+    l1.plotly_chart(heat, key="layer_heat")
+    curve_cat = l2.selectbox("Across depth", _layer_categories(layers_all), key="layer_cat")
+    curves = depth_curves(layers_all, curve_cat, threshold)
+    l2.plotly_chart(curves, key="layer_curves")
+    st.dataframe(crossing_table(layers_all, threshold), hide_index=True, width="stretch",
+                 column_config={"crossing_depth": st.column_config.NumberColumn(format="%.2f"),
+                                "output": st.column_config.NumberColumn(format="%.3f")})
+    st.caption(f"Median node value per syntax category at every layer (layer 0 = embeddings), read through the "
+               f"model's own final norm and head; the ring marks the first layer at or above {threshold:g}. "
+               "Relative depth = layer / number of layers, so models of different depth share an axis.")
+
 with st.expander("Export"):
     e1, e2, e3 = st.columns(3)
     e1.download_button("Table I (CSV)", lambda: csv_text(wide), "asc-eval-table.csv", "text/csv",
@@ -146,3 +176,10 @@ with st.expander("Export"):
                        on_click="ignore", key="dl_dist")
     e3.download_button("Treemap (HTML)", lambda: figure_html(treemap), "asc-eval-treemap.html", "text/html",
                        on_click="ignore", key="dl_treemap")
+    if layers_all is not None and heat is not None and curves is not None:
+        e1.download_button("Per layer (CSV)", lambda: csv_text(layers_all), "asc-eval-layers.csv", "text/csv",
+                           on_click="ignore", key="dl_layers")
+        e3.download_button("Layer heatmap (HTML)", lambda: figure_html(heat), "asc-eval-layer-heatmap.html",
+                           "text/html", on_click="ignore", key="dl_layer_heat")
+        e3.download_button("Depth curves (HTML)", lambda: figure_html(curves), "asc-eval-depth-curves.html",
+                           "text/html", on_click="ignore", key="dl_layer_curves")

@@ -1,7 +1,8 @@
 """Completion inspector (AsC-Viz): a prompt, the model's completion, and where it was confident.
 
 Widgets and calls into ``asc`` only. The model runs when "Complete" or "Explain" is pressed (results
-cached by text and settings); node clicks rerun only the views fragment.
+cached by text and settings); node clicks and the layer slider rerun only the views fragment. "Per layer" adds
+AsC-Eval from every layer's prediction (logit lens: ``ui.depth_view``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import streamlit as st
 from asc import AscError
 from asc.export import csv_text
 from asc.viz import category_figure, figure_html, sequence_html, standalone_html, tree_figure
-from ui import cache, guards, widgets
+from ui import cache, depth_view, guards, widgets
 
 settings: widgets.Settings = st.session_state.get("settings") or widgets.default_settings()
 st.title("Completion inspector")
@@ -70,7 +71,7 @@ if do_complete or do_explain:
                     result = {"ex": cache.cached_explain(*args, code, settings.language, settings.aggregate,
                                                          settings.device, settings.dtype),
                               "n_prompt": None, "stop": None}
-            st.session_state["result"] = {**result, "model": settings.model}
+            st.session_state["result"] = {**result, "model": settings.model, "settings": settings}
             st.session_state["selected"] = None
     except (AscError, ValueError) as err:
         st.error(str(err))  # the previous result stays below
@@ -105,10 +106,14 @@ with s2:
     st.dataframe(ex.weakest_nodes(6), hide_index=True, width="stretch",
                  column_config={"value": st.column_config.NumberColumn(format="%.3f")})
 
+layers = depth_view.load(result, settings)
+
 
 @st.fragment
 def views() -> None:
-    """Sequence view + trees + node details: reruns alone when a node is clicked."""
+    """Sequence view + trees + node details (+ the per-layer panels): reruns alone when a node is clicked or
+    the layer slider moves."""
+    shown, layer = depth_view.layer_slider(layers, ex)  # that layer's Explanation (the output's when off)
     c1, c2, c3 = st.columns([2, 2, 3])
     fold = c1.number_input("Fold below depth (0 = off)", 0, 60, 0, key="fold")
     collapse = c2.checkbox("Collapse unary chains", value=True, key="collapse")
@@ -122,7 +127,8 @@ def views() -> None:
 
     tabs = st.tabs(["Partial AST (named nodes)", "Complete AST (all nodes)"])
     for tab, view in zip(tabs, ("partial", "complete")):
-        fig = tree_figure(ex, view, max_depth=fold or None, collapse_unary=collapse, selected=selected)
+        fig = tree_figure(shown, view, max_depth=fold or None, collapse_unary=collapse, selected=selected,
+                          value_label=None if layer is None else f"value ({ex.aggregate}), layer {layer}")
         box = tab.container(key=f"treebox_{view}")  # scrolls sideways: the figure keeps its pixel width
         box.html(widgets.wide_chart_css(f"tree_{view}", fig.layout.width))
         event = box.plotly_chart(fig, key=f"tree_{view}", on_select="rerun", selection_mode="points", width=int(fig.layout.width),
@@ -135,20 +141,23 @@ def views() -> None:
                 selected = clicked
     st.session_state["selected"] = selected
 
-    st.markdown("**Sequence view** (hover a token for its probability, rank, entropy and top-5 alternatives)")
-    st.html(sequence_html(ex, selected=selected, n_prompt=n_prompt))
+    st.markdown("**Sequence view** (hover a token for its probability, rank, entropy and top-5 alternatives)"
+                + ("" if layer is None else f" at layer {layer}"))
+    st.html(sequence_html(shown, selected=selected, n_prompt=depth_view.prompt_tokens(shown, ex, n_prompt)))
     if selected is not None:
         t = ex.tree
-        value = ex.values[selected]
+        value = shown.values[selected]
         st.markdown(f"**Node {selected}: `{t.type[selected]}`** · category: {ex.node_category[selected] or '—'} · "
                     f"value ({ex.aggregate}): {'—' if value != value else f'{value:.3f}'} · depth {t.depth[selected]}"
                     + (" · ERROR" if t.is_error[selected] else "") + (" · MISSING" if t.is_missing[selected] else ""))
         d1, d2 = st.columns([2, 3])
         d1.code(t.text(selected) or "(empty)", language=t.language)
-        d2.dataframe(ex.node_tokens(selected)[["index", "text", "prob", "rank", "entropy", "top"]], hide_index=True,
+        d2.dataframe(shown.node_tokens(selected)[["index", "text", "prob", "rank", "entropy", "top"]], hide_index=True,
                      width="stretch")
     else:
         st.caption("Click a node in a tree (or pick one above) to see its tokens and outline them in the sequence view.")
+    if layers is not None and layer is not None:
+        depth_view.panels(layers, layer, selected)
 
 
 views()

@@ -34,6 +34,7 @@ from asc.corpus.digest import RunDigest
 from asc.corpus.listing import run_title
 from asc.corpus.runs import RunData, load_digest, load_run
 from asc.corpus.summary import summary_table
+from asc.depth import LayerExplanation, explain_layers, top_vocab
 from asc.errors import AscError, CorpusError
 from asc.generate import Completion, complete, explain_completion
 from asc.models import ModelBundle
@@ -76,6 +77,17 @@ def get_job_bundle(spec: str, trust_remote_code: bool = False, device: str = "au
 def cached_explain(spec: str, trust_remote_code: bool, source: str, language: str, aggregate: str,
                    device: str = "auto", dtype: str = "auto") -> Explanation:
     return explain(bundle_for(spec, trust_remote_code, device, dtype), source, language=language, aggregate=aggregate)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_explain_layers(spec: str, trust_remote_code: bool, source: str, language: str, aggregate: str,
+                          device: str = "auto", dtype: str = "auto") -> tuple[LayerExplanation, dict[int, str]]:
+    """AsC-Eval at every layer (logit lens) keyed like :func:`cached_explain`, with the texts of every layer's
+    top-k ids (:func:`asc.depth.top_vocab`), so moving the layer slider never touches the model. An
+    :class:`~asc.errors.InputError` (an encoder, an architecture the lens does not know) is raised, not cached."""
+    bundle = bundle_for(spec, trust_remote_code, device, dtype)
+    depth = explain_layers(bundle, source, language=language, aggregate=aggregate)
+    return depth, top_vocab(depth.lens, bundle.tokenizer)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -320,3 +332,18 @@ def blanca_summary(path: Path, set_name: str, split: str, targets: dict[str, str
     without the models in ``leave_out``; computed once per (scores on disk, settings)."""
     stamp = _stamps(_score_files(path, set_name))
     return _blanca_summary(str(path), set_name, split, tuple(sorted(targets.items())), tuple(leave_out), seed, stamp)
+
+
+@st.cache_data(max_entries=12, show_spinner=False)
+def _layer_summary(path: str, label: str, stamp: float) -> pd.DataFrame:
+    from asc.corpus.layers import layer_summary
+
+    return layer_summary(path, label)
+
+
+def layer_summary(path: Path, label: str) -> pd.DataFrame | None:
+    """The category x layer medians of a run made with ``--layers`` (``asc.corpus.layers.layer_summary``),
+    labelled ``label``; None for a run without per-layer values. Re-read when the run gains a chunk."""
+    from asc.corpus.layers import has_layers
+
+    return _layer_summary(str(path), label, _stamp(path)) if has_layers(path) else None

@@ -5,19 +5,21 @@
 - :mod:`asc.viz.snippet`: one snippet's tree, sequence view and category bars;
 - :mod:`asc.viz.corpus`: corpus-level figures (Table I bars, distributions, treemap, differences);
 - :mod:`asc.viz.causal`: AsC-Causal's graph and treatment scatter;
+- :mod:`asc.viz.depth`: AsC-Eval per layer: category x layer heatmap, one node's curve across layers;
 - :mod:`asc.viz.html`: offline HTML exports, and :func:`escape_text` for user text in figures.
 """
 
 from asc.viz.causal import causal_graph_figure, treatment_scatter
 from asc.viz.colors import COLORSCALE, MODEL_COLORS, NO_VALUE, value_color
 from asc.viz.corpus import category_bars, concept_treemap, difference_bars, styled_table, value_distribution
+from asc.viz.depth import category_layer_heatmap, node_layer_curve
 from asc.viz.html import escape_text, figure_html, standalone_html
 from asc.viz.layout import TREE_VIEWS, TreeLayout, tree_layout
 from asc.viz.snippet import category_figure, node_label, sequence_html, tree_figure
 
 __all__ = [
     "COLORSCALE", "MODEL_COLORS", "NO_VALUE", "TREE_VIEWS", "TreeLayout", "category_bars", "category_figure",
-    "causal_graph_figure", "concept_treemap", "difference_bars", "escape_text", "figure_html", "node_label", "sequence_html",
-    "standalone_html", "styled_table", "treatment_scatter", "tree_figure", "tree_layout", "value_color",
-    "value_distribution",
+    "category_layer_heatmap", "causal_graph_figure", "concept_treemap", "difference_bars", "escape_text", "figure_html",
+    "node_label", "node_layer_curve", "sequence_html", "standalone_html", "styled_table", "treatment_scatter",
+    "tree_figure", "tree_layout", "value_color", "value_distribution",
 ]

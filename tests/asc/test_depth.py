@@ -63,3 +63,66 @@ def test_cli_explain_layers_json(tiny, tmp_path, capsys):
     assert main(["explain", str(path), "--model", "tiny-random", "--layers"]) == 0
     out = capsys.readouterr().out
     assert "per layer (logit lens; layer 0 = embeddings, 2 = output)" in out and "Iteration" in out
+
+
+def test_a_layer_as_an_explanation_draws_that_layers_values(tiny):
+    """``at(layer)``: the same tree and alignment with that layer's token statistics and the node, node-type and
+    category values aggregated from them (what the inspector's views read); the output layer is the explanation."""
+    import dataclasses
+
+    import pytest
+
+    from asc.concepts import load_categories
+    from asc.depth import top_vocab
+    from asc.errors import InputError
+    from asc.scores import vocab_text
+
+    depth = explain_layers(tiny, SOURCE, aggregate="mean")
+    assert depth.at(2) is depth.explanation and depth.at(-1) is depth.explanation
+    vocab = top_vocab(depth.lens, tiny.tokenizer)
+    full = vocab_text(tiny.tokenizer)
+    assert vocab and all(vocab[i] == full[i] for i in vocab)
+    for layer in (0, 1):
+        ex = depth.at(layer, vocab)
+        lens = depth.lens
+        assert ex.tree is depth.explanation.tree and ex.alignment is depth.explanation.alignment
+        assert ex.aggregate == "mean" and ex.categories == depth.categories
+        np.testing.assert_array_equal(ex.scores.prob, lens.prob[layer])
+        np.testing.assert_array_equal(ex.scores.rank, lens.rank[layer])
+        np.testing.assert_array_equal(ex.scores.entropy, lens.entropy[layer])
+        np.testing.assert_array_equal(ex.scores.top_probs, lens.top_probs[layer])
+        assert ex.scores.top_text == tuple(tuple(full[i] for i in row if i >= 0) for row in lens.top_ids[layer].tolist())
+        assert np.allclose(ex.values, depth.values[layer], equal_nan=True)
+        assert np.allclose([ex.category_values[c] for c in ex.categories], depth.category_values[layer], equal_nan=True)
+        _, concepts, _ = node_values(lens.prob[layer], ex.tree, ex.alignment, load_categories("python"), "mean")
+        assert ex.concept_values == pytest.approx(concepts, nan_ok=True)
+        assert ex.loss == pytest.approx(-np.nanmean(lens.logprob[layer]))
+        assert ex.scores.source == SOURCE and ex.scores.n_tokens == depth.explanation.scores.n_tokens
+    # without a vocabulary: the output's decoded ids keep their text, others are named by id
+    ex0 = depth.at(0)
+    known = {i: t for r, rt in zip(depth.explanation.scores.top_ids.tolist(), depth.explanation.scores.top_text)
+             for i, t in zip(r, rt)}
+    flat = [(i, t) for r, rt in zip(depth.lens.top_ids[0].tolist(), ex0.scores.top_text) for i, t in zip(r, rt)]
+    assert flat and all(t == known.get(i, f"<id {i}>") for i, t in flat)
+    with pytest.raises(InputError, match=r"layer 3 does not exist: .*0 \(embeddings\) \.\. 2 \(output\)"):
+        depth.at(3)
+    # a custom category mapping is kept (the tree's own node categories)
+    renamed = dataclasses.replace(depth, explanation=dataclasses.replace(
+        depth.explanation, node_category=tuple("Any" if c else None for c in depth.explanation.node_category),
+        categories=("Any",)))
+    assert set(renamed.at(0, vocab).category_values) == {"Any"}
+
+
+def test_node_curve_is_the_node_across_layers(tiny):
+    import pytest
+
+    from asc.errors import InputError
+
+    depth = explain_layers(tiny, SOURCE)
+    node = int(np.flatnonzero(~np.isnan(depth.values[-1]))[3])
+    curve = depth.node_curve(node)
+    assert list(curve.columns) == ["layer", "depth", "value"] and curve["layer"].tolist() == [0, 1, 2]
+    assert curve["depth"].tolist() == [0.0, 0.5, 1.0]
+    np.testing.assert_array_equal(curve["value"], depth.values[:, node])
+    with pytest.raises(InputError, match="not in this snippet's tree"):
+        depth.node_curve(depth.values.shape[1])

@@ -1,8 +1,8 @@
 """End-to-end: the real app in Debian's chromium, driven by Playwright, on the SmolLM2 default.
 
 Opens the inspector, explains the example, clicks a node in the partial AST, downloads the tokens
-CSV; opens Compare with the two embedded models (SmolLM2, Gemma) and the Global page on a small
-SmolLM2 run and the glueCode page on a small SmolLM2 run (its table, context plot, an item outlined) and the BLANCA page
+CSV, turns "Per layer" on and moves the layer slider (heatmap, a node's curve); opens Compare with the two
+embedded models (SmolLM2, Gemma) and the Global page on a small SmolLM2 run and the glueCode page on a small SmolLM2 run (its table, context plot, an item outlined) and the BLANCA page
 on a small MiniLM run (its table and figures, an R question picked); on a fresh runs folder, opens /inspector directly
 and runs the Global page's one-click
 demo until its figures appear; saves screenshots under test-output/. Marked ``browser`` (and ``real``: SmolLM2 and Gemma
@@ -13,6 +13,7 @@ load); deselect with ``-m "not browser"``. Skipped (with the reason) where chrom
 import csv
 import io
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -172,6 +173,47 @@ def test_inspector_in_chromium(server, browser):
     assert rows[0]["text"] == "def" and rows[0]["prob"] == ""  # SmolLM2 adds no BOS: no prediction
     assert 0.9 < float(next(r for r in rows if r["text"] == " return")["prob"]) <= 1
     page.screenshot(path=str(OUT / "inspector.png"))
+    page.close()
+
+
+def test_inspector_per_layer_in_chromium(server, browser):
+    """"Per layer (logit lens)" on SmolLM2: the layer slider defaults to the output (30), moving it to the embeddings
+    recolors the views, the category x layer heatmap renders with the shown layer outlined, a node's curve appears."""
+    page = _open(browser, server, "Completion inspector")
+    page.get_by_role("button", name="Explain").click()
+    page.wait_for_selector("[data-testid='stMetric']", timeout=180_000)
+    _idle(page)
+    page.locator(".st-key-per_layer").get_by_text("Per layer (logit lens)").click()
+    heatmap = page.locator(".st-key-depth_heatmap")
+    heatmap.wait_for(timeout=180_000)
+    _idle(page)
+    heatmap.locator(".main-svg").first.wait_for(timeout=60_000)
+    assert heatmap.locator("g.hm, g.heatmaplayer image, .heatmaplayer").count() >= 1  # the heatmap trace is drawn
+    thumb = page.locator(".st-key-depth_layer input[type='range']")  # the slider's (visually hidden) input
+    assert thumb.input_value() == "30" and thumb.get_attribute("max") == "30"
+    before = page.locator("pre.asc-seq").inner_html()
+    thumb.focus()
+    page.keyboard.press("Home")  # to layer 0: the embeddings
+    page.wait_for_selector("text=/at layer 0$/", timeout=60_000)
+    _idle(page)
+    assert thumb.input_value() == "0"
+    assert page.locator("pre.asc-seq").inner_html() != before  # the sequence view shows layer 0's probabilities
+    assert page.locator("[data-testid='stException']").count() == 0
+    heatmap.scroll_into_view_if_needed()
+    heatmap.screenshot(path=str(OUT / "inspector-per-layer-heatmap.png"))
+
+    # a node picked from the list: its value across layers as a curve
+    combo = page.locator(".st-key-node_pick input[role='combobox']")
+    combo.click()
+    combo.fill("4: param")  # the list opens, filtered
+    page.locator("[role='option']", has_text=re.compile(r"^4: parameters")).click()
+    curve = page.locator(".st-key-depth_curve")
+    curve.wait_for(timeout=60_000)
+    _idle(page)
+    curve.locator(".main-svg").first.wait_for(timeout=60_000)
+    assert curve.locator(".scatterlayer .trace").count() >= 1
+    curve.screenshot(path=str(OUT / "inspector-per-layer-node.png"))
+    page.screenshot(path=str(OUT / "inspector-per-layer.png"))
     page.close()
 
 

@@ -90,3 +90,38 @@ def test_global_page_opens_a_100000_snippet_run(monkeypatch, tmp_path, tiny):
     np.testing.assert_allclose(shown["Global"].to_numpy(float), expected["Global"].to_numpy(float))
     box = next(c for c in charts(at) if c["data"] and c["data"][0].get("type") == "box")
     assert box["data"][0]["q1"][0] <= box["data"][0]["median"][0] <= box["data"][0]["q3"][0]
+
+
+def test_global_page_shows_layers_of_layer_runs(monkeypatch, tmp_path, tiny):
+    from asc import load_corpus, run_corpus
+    from asc.corpus.layers import layer_summary
+
+    snippets = load_corpus("humaneval", limit=3)
+    run_corpus(tiny, snippets, tmp_path / "layered", corpus="humaneval", progress=False, layers=True)
+    run_corpus(tiny, snippets[:2], tmp_path / "plain", corpus="humaneval", progress=False)
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))
+    at = AppTest.from_file(GLOBAL_PAGE, default_timeout=120)
+    at.run()
+    assert len(at.multiselect(key="results").value) == 1  # one model and corpus: the newest run, the plain one
+    assert any("None of the chosen runs has per-layer values" in c.value for c in at.caption)
+    from asc.corpus.listing import run_folders
+
+    at.multiselect(key="results").set_value(run_folders(tmp_path)).run()
+    assert not at.exception and not at.error
+    figures = charts(at)
+    heat = next(c for c in figures if c["data"][0]["type"] == "heatmap")
+    expected = layer_summary(tmp_path / "layered")
+    assert heat["data"][0]["x"] == [0, 1, 2] and heat["data"][0]["y"][0] == "Global"
+    out = expected[(expected["category"] == "Global") & (expected["layer"] == 2)]["value"].iloc[0]
+    z = heat["data"][0]["z"]  # plotly's typed-array JSON
+    shape = tuple(int(k) for k in z["shape"].split(","))
+    grid = np.frombuffer(__import__("base64").b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
+    assert grid[0][2] == pytest.approx(out)
+    curves = next(c for c in figures if c["layout"].get("xaxis", {}).get("title", {}).get("text", "").startswith(
+        "relative depth"))
+    assert len(curves["data"]) == 1  # the plain run has no per-layer values
+    at.selectbox(key="layer_cat").set_value("Scope").run()
+    assert any("Scope across depth" in c["layout"]["title"]["text"] for c in charts(at) if "title" in c["layout"])
+    assert any(d.value is not None and "crossing" in getattr(d.value, "columns", []) for d in at.dataframe)
+    labels = [b.label for b in at.get("download_button")]
+    assert "Per layer (CSV)" in labels and "Layer heatmap (HTML)" in labels
