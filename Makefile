@@ -72,6 +72,7 @@ bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_gluecode.py
 	PYTHONPATH=. $(PY) benchmarks/bench_blanca.py
 	PYTHONPATH=. $(PY) benchmarks/bench_layers.py
+	PYTHONPATH=. $(PY) benchmarks/bench_branch.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,4 +1,4 @@
-"""Command line: ``python -m asc {models,explain,eval,compare,causal} ...`` (``--help`` on each).
+"""Command line: ``python -m asc {models,explain,eval,compare,causal,branch} ...`` (``--help`` on each).
 
 Errors the user can fix (missing file, invalid UTF-8, empty input, unknown model or corpus) exit
 with status 2 and one line on stderr; ``--debug`` shows the traceback of unexpected failures.
@@ -231,6 +231,71 @@ def cmd_causal(args: argparse.Namespace) -> int:
     return 0
 
 
+def _at_position(text: str) -> tuple[int, int]:
+    """argparse type of ``branch --at``: ``LINE:COL``, both counted from 1 (the column in characters)."""
+    try:
+        line, col = (int(v) for v in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not LINE:COL (e.g. 12:5)") from None
+    if line < 1 or col < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: lines and columns count from 1")
+    return line, col
+
+
+def cmd_branch(args: argparse.Namespace) -> int:
+    """The trunk (the model's continuation of the file up to --at) and one branch forced at its first new token.
+    ``--json``: ``{"fork": {line, column, Branch.to_dict() keys, replaced_text}, "trunk": explain layout,
+    "branch": explain layout}``."""
+    from asc.branch import BranchSettings, branch, check_choice, mean_value
+    from asc.errors import InputError
+    from asc.generate import complete, explain_completion
+    from asc.treediff import ast_diff
+
+    text = read_source(args.file)
+    lines = text.split("\n")
+    line, col = args.at
+    if line > len(lines) or col > len(lines[line - 1]) + 1:
+        last = min(line, len(lines))
+        raise InputError(f"--at {line}:{col} is outside {args.file} ({len(text.splitlines())} lines, line {last} has "
+                         f"{len(lines[last - 1])} characters): give a position inside the file")
+    offset = sum(len(s) + 1 for s in lines[: line - 1]) + col - 1
+    if not text[:offset].strip():
+        raise InputError(f"there is no code before --at {line}:{col}: give a position after some code")
+    BranchSettings(args.max_new, args.temperature, args.top_p)  # refuse bad settings before loading the model
+    bundle = load_bundle(args)
+    check_choice(bundle, args.choose, args.token)  # before the model generates anything
+    decoding = {"temperature": args.temperature, "top_p": args.top_p, "seed": args.seed, "language": args.language}
+    trunk = complete(bundle, text[:offset], args.max_new, **decoding)
+    br = branch(bundle, trunk, trunk.n_prompt, choose=args.choose, token=args.token, max_new_tokens=args.max_new,
+                **decoding)
+    ex_trunk, ex_branch = (explain_completion(bundle, c, args.language, args.aggregate, _align_options(args),
+                                              args.max_window) for c in (trunk, br.completion))
+    at, cut = br.fork_index, len(br.completion.prompt)
+    line, col = text.count("\n", 0, cut) + 1, cut - text.rfind("\n", 0, cut)
+    replaced = trunk.text[trunk.start[at]:trunk.end[at]] if at < len(trunk.ids) else None
+    if args.json:
+        fork = {"line": line, "column": col, **br.to_dict(), "replaced_text": replaced}
+        json.dump({"fork": fork, "trunk": ex_trunk.to_dict(), "branch": ex_branch.to_dict()}, sys.stdout,
+                  ensure_ascii=False, allow_nan=False)
+        sys.stdout.write("\n")
+        return 0
+    how = f"the model's choice {br.forced_rank}" if br.forced_rank else f"typed, {len(br.forced_ids)} tokens"
+    print(f"fork at token {at} (line {line}, column {col}): {br.forced_text!r} ({how}, p={fmt(br.forced_prob, 4)}) "
+          f"instead of {replaced!r}")
+    for name, comp, ex in (("trunk", trunk, ex_trunk), ("branch", br.completion, ex_branch)):
+        print(f"\n{name}: mean AsC-Eval {fmt(mean_value(ex, at))} (nodes from the fork on), "
+              f"parses: {'no' if ex.tree.has_error else 'yes'}, stopped: {comp.stop_reason}")
+        print("\n".join(f"  | {s}" for s in comp.text[cut:].split("\n")))
+    first = ast_diff(ex_trunk.tree, ex_branch.tree).first_divergence
+    if first is None:
+        print("\nthe two trees are equal")
+    else:
+        where = [f"{tree.type[i]} {tree.text(i)[:30]!r} (line {tree.source.count(chr(10), 0, tree.start[i]) + 1})"
+                 if i >= 0 else "nothing" for tree, i in zip((ex_trunk.tree, ex_branch.tree), first, strict=True)]
+        print(f"\nfirst divergence: trunk {where[0]} | branch {where[1]}")
+    return 0
+
+
 def _bootstrap_option(p: argparse.ArgumentParser) -> None:
     from asc.corpus.bootstrap import METHODS
 
@@ -301,6 +366,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="worker processes, one concept each (default: one per CPU core, at most 4); same results")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_causal)
+
+    p = sub.add_parser("branch", help="the model's continuation of FILE up to --at, and a branch forcing another "
+                       "token at its first new token")
+    p.add_argument("file", help="source file, or - for standard input")
+    p.add_argument("--at", required=True, type=_at_position, metavar="LINE:COL",
+                   help="the prompt is the text before this position (1-based line and column, in characters)")
+    choice = p.add_mutually_exclusive_group(required=True)
+    choice.add_argument("--choose", type=positive_int, metavar="K", help="force the model's K-th choice (1 = first)")
+    choice.add_argument("--token", metavar="TEXT", help="force this text (all its tokens)")
+    p.add_argument("--max-new", type=positive_int, default=64, help="new tokens of the trunk and of the branch")
+    p.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default); above 0: sampling")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling threshold (with --temperature)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed")
+    p.add_argument("--language", default="python", choices=LANGUAGES)
+    p.add_argument("--json", action="store_true", help='{"fork", "trunk", "branch"}: trunk and branch in the '
+                   "explain --json layout")
+    add_common(p)
+    p.set_defaults(func=cmd_branch)
     return parser
 
 
