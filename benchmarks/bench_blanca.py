@@ -23,6 +23,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # saving a fine-tuned model draws a shard bar
 
 
 def build_seconds(out: Path) -> dict[str, float]:
@@ -58,6 +59,7 @@ def main() -> None:
     from probes.blanca.finetune import finetune
 
     hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     out = Path(args.out)
     built = build_seconds(out)
     task_set = build_task_set(out)
