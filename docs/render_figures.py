@@ -1,11 +1,15 @@
 """Render the README's result figures to PNG from run folders (Playwright + Debian's chromium, offline).
 
     .venv/bin/python docs/render_figures.py --layers runs/layers --attention runs/attention \
-        --gluecode runs/gluecode-repro --gluecode-set stdlib-120-seed0
+        --gluecode runs/gluecode-repro --gluecode-set stdlib-120-seed0 --blanca runs/blanca-repro \
+        --asc-layers runs/layers-smol-he runs/layers-gemma-he
 
 Writes ``docs/layers-<model>.png`` (task x layer heatmaps), ``docs/layers-best.png``,
 ``docs/attention-<model>.png`` (the head heatmap of If:if->test) and ``docs/gluecode-context.png`` (glueCode's
-accuracy by context level, every model of the task set). The figures are the app's own
+accuracy by context level, every model of the task set), ``docs/blanca-summary.png`` and ``docs/blanca-hierarchy.png``
+(BLANCA's main metric per task and model on the test split; H's regressions), ``docs/asc-layers-<run>.png`` and
+``docs/asc-layers-depth.png`` (AsC-Eval per layer: category x layer heatmaps, Global on relative depth). The
+figures are the app's own
 (``probes.figures``); plotly.js is inlined, so no network is needed.
 """
 
@@ -44,6 +48,9 @@ def main() -> None:
     ap.add_argument("--attention", default="runs/attention")
     ap.add_argument("--gluecode", default="runs/gluecode")
     ap.add_argument("--gluecode-set", default="", help="the task set to draw (default: the first)")
+    ap.add_argument("--asc-layers", nargs="*", default=[], metavar="RUN",
+                    help="AsC-Eval runs made with --layers: a heatmap each and the curves of all on relative depth")
+    ap.add_argument("--blanca", default="runs/blanca", help="a BLANCA run folder (its first task set)")
     ap.add_argument("--out", default=str(ROOT / "docs"))
     args = ap.parse_args()
     from probes.catalog import LAYER_TASKS
@@ -66,7 +73,41 @@ def main() -> None:
                                                       "If:if->test", (int(row["layer"]), int(row["head"])),
                                                       "test hit rate @ 1")
     figs.update(_gluecode_figures(Path(args.gluecode), args.gluecode_set))
+    figs.update(_asc_layer_figures(args.asc_layers))
+    figs.update(_blanca_figures(Path(args.blanca)))
     _shoot(figs, Path(args.out))
+
+
+def _asc_layer_figures(folders: list[str]) -> dict[str, object]:
+    import pandas as pd
+
+    from asc.corpus.layers import layer_summary
+    from asc.corpus.runs import load_digest
+    from asc.corpus.summary import run_label
+    from asc.viz.layers import depth_curves, layer_heatmap
+
+    if not folders:
+        return {}
+    tables = [layer_summary(f, run_label(load_digest(f))) for f in folders]
+    figs: dict[str, object] = {f"asc-layers-{Path(f).name}": layer_heatmap(t, str(t["model"].iloc[0]))
+                               for f, t in zip(folders, tables)}
+    figs["asc-layers-depth"] = depth_curves(pd.concat(tables, ignore_index=True))
+    return figs
+
+
+def _blanca_figures(folder: Path) -> dict[str, object]:
+    from probes.blanca.evaluate import summarize
+    from probes.blanca.figures import regression_plot, summary_bars
+    from probes.blanca.runs import load_scores
+
+    sets = sorted((folder / "tasks").iterdir()) if (folder / "tasks").is_dir() else []
+    if not sets:
+        return {}
+    scores = load_scores(folder, sets[0].name)
+    test = scores[scores["split"] == "test"]
+    return {"blanca-summary": summary_bars(summarize(scores, "test")),
+            "blanca-hierarchy": regression_plot(test[test["model"].isin(["minilm-l6", "smollm2-135m",
+                                                                          "FT-H (minilm-l6)"])], "H")}
 
 
 def _gluecode_figures(folder: Path, task_set: str) -> dict[str, object]:

@@ -33,4 +33,5 @@ def value_color(value: float | None) -> str:
     return _color_table()[int(round(min(1.0, max(0.0, float(value))) * 1000))]
 
 
-MODEL_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#9d755d", "#e45756")
+MODEL_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#9d755d", "#e45756", "#72b7b2", "#eeca3b", "#ff9da6",
+                "#bab0ac")  # Tableau 10: eight BLANCA models (pretrained and fine-tuned) need more than six

@@ -38,8 +38,8 @@ __all__ = ["BLANCA_MAIN_METRIC", "distance_distributions", "ranked_answers_figur
 BLANCA_MAIN_METRIC = {"R": "MRR", "L": "d", "F": "d", "H": "r", "U": "r"}  # d, not t: t grows with n
 _PAIR_TITLES = {"L": "L: linked vs unlinked sections",
                 "F": "F: FAQ answer vs documentation it references (hard negatives from the same module)"}
-_X_TITLES = {"H": "class distance in the MRO tree (points jittered by up to ±0.15)",
-             "U": "usage similarity (Jaccard of the methods called on the two classes)"}
+_X_TITLES = {"H": "MRO distance (jittered ±0.15)",  # short: one title under each panel
+             "U": "usage similarity (Jaccard)"}
 _SCORE_COLUMNS = ("model", "task", "id", "row", "distance", "target", "name_a", "name_b")
 _SUMMARY_COLUMNS = ("model", "task", "metric", "value", "low", "high", "p_value", "n")
 _TRUE_COLOR, _OTHER_COLOR, _JITTER = "#2166ac", "#c7c7c7", 0.15
@@ -192,8 +192,10 @@ def regression_plot(scores: pd.DataFrame, task: str, models: Sequence[str] | Non
     for k in range(max(len(colors) - ncols, 0), len(colors)):  # the lowest panel of each column
         fig.update_xaxes(title_text=_X_TITLES[task], row=k // ncols + 1, col=k % ncols + 1)
     fig.update_yaxes(title_text="cosine distance", col=1)
-    what = "class hierarchy distance (H)" if task == "H" else "class usage similarity (U)"
-    fig.update_layout(title=f"Embedding distance predicted from {what}; r: target as a distance, positive = good",
+    what = ("class hierarchy distance (H: edges between the classes in the MRO tree)" if task == "H" else
+            "class usage similarity (U: Jaccard of the methods called on the two classes)")
+    fig.update_layout(title=f"Embedding distance predicted from {what}<br><sup>r: the target read as a distance; "
+                            "positive = good</sup>",
                       height=320 * nrows + 120, margin={"l": 60, "r": 20, "t": 80, "b": 60},
                       legend={"orientation": "h", "y": -0.15})
     return fig

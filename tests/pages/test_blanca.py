@@ -101,7 +101,7 @@ def test_blanca_page_shows_a_run_made_through_the_queue(blanca_runs):
             "documentation (HTML)", "H, class hierarchy distance (HTML)", "Ranked answers (HTML)"} <= set(_downloads(at))
     titles = _titles(at)
     assert titles[0].startswith("BLANCA per task") and titles[1].startswith("L: linked")
-    assert any(t.startswith("Embedding distance predicted from class hierarchy distance (H)") for t in titles)
+    assert any(t.startswith("Embedding distance predicted from class hierarchy distance (H:") for t in titles)
     assert any(c.value == "U, class usage similarity: not scored." for c in at.caption)
     bars = charts(at)[0]
     assert [a["text"] for a in bars["layout"]["annotations"]] == ["R (MRR)", "L (d)", "F (d)", "H (r)"]

@@ -55,5 +55,5 @@ def test_every_value_color_is_an_rgb_string_and_no_value_is_grey():
 
 
 def test_model_colors_are_distinct_hex_colors():
-    assert len(MODEL_COLORS) == 6 and len(set(MODEL_COLORS)) == 6
+    assert len(MODEL_COLORS) == 10 and len(set(MODEL_COLORS)) == 10  # a BLANCA table has eight models
     assert all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in MODEL_COLORS) and NO_VALUE not in MODEL_COLORS
