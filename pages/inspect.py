@@ -2,7 +2,8 @@
 
 Widgets and calls into ``asc`` only. The model runs when "Complete" or "Explain" is pressed (results
 cached by text and settings); node clicks and the layer slider rerun only the views fragment. "Per layer" adds
-AsC-Eval from every layer's prediction (logit lens: ``ui.depth_view``).
+AsC-Eval from every layer's prediction (logit lens: ``ui.depth_view``); fork points, branches of a completion and
+their comparison are ``ui.branches_view``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import streamlit as st
 from asc import AscError
 from asc.export import csv_text
 from asc.viz import category_figure, figure_html, sequence_html, standalone_html, tree_figure
-from ui import cache, depth_view, guards, widgets
+from ui import branches_view, cache, depth_view, guards, widgets
 
 settings: widgets.Settings = st.session_state.get("settings") or widgets.default_settings()
 st.title("Completion inspector")
@@ -66,7 +67,9 @@ if do_complete or do_explain:
                 if do_complete:
                     comp, ex = cache.cached_complete(*args, code, max_new, temperature, top_p, int(seed), settings.language,
                                                   settings.aggregate, settings.device, settings.dtype)
-                    result = {"ex": ex, "n_prompt": comp.n_prompt, "stop": comp.stop_reason}
+                    result = {"ex": ex, "n_prompt": comp.n_prompt, "stop": comp.stop_reason, "comp": comp,
+                              "decoding": {"max_new_tokens": max_new, "temperature": temperature, "top_p": top_p,
+                                           "seed": int(seed)}}
                 else:
                     result = {"ex": cache.cached_explain(*args, code, settings.language, settings.aggregate,
                                                          settings.device, settings.dtype),
@@ -82,9 +85,12 @@ if result is None:
             "model continue it.")
     st.stop()
 
-ex = result["ex"]
-n_prompt = result["n_prompt"]
-st.caption(f"Model **{result['model']}** · aggregation **{ex.aggregate}** · language **{ex.tree.language}**")
+st.caption(f"Model **{result['model']}** · aggregation **{result['ex'].aggregate}** · language "
+           f"**{result['ex'].tree.language}**")
+branches = branches_view.tree_of(result)  # this tab's trunk and branches (None for Explain)
+opened = branches_view.open_picker(branches)  # the trunk or a branch: what the views below show
+ex = opened.explanation if opened else result["ex"]
+n_prompt = opened.completion.n_prompt if opened else result["n_prompt"]
 if ex.scores.n_windows > 1:
     st.info(f"The text is longer than the model's window: scored in {ex.scores.n_windows} overlapping windows, "
             "every token with at least half a window of left context.")
@@ -98,7 +104,8 @@ m[1].metric("Perplexity", f"{ex.perplexity:.2f}")
 m[2].metric("Tokens", ex.scores.n_tokens if n_prompt is None else f"{n_prompt} + {ex.scores.n_tokens - n_prompt}")
 m[3].metric("AST nodes", ex.tree.n_nodes)
 if n_prompt is not None:
-    st.caption(f"Generated tokens are underlined, after the black bar; generation stopped at: {result['stop']}.")
+    st.caption("Generated tokens are underlined, after the black bar; generation stopped at: "
+               f"{opened.completion.stop_reason if opened else result['stop']}.")
 s1, s2 = st.columns([3, 2])
 s1.plotly_chart(category_figure(ex.category_values), key="categories")
 with s2:
@@ -106,7 +113,8 @@ with s2:
     st.dataframe(ex.weakest_nodes(6), hide_index=True, width="stretch",
                  column_config={"value": st.column_config.NumberColumn(format="%.3f")})
 
-layers = depth_view.load(result, settings)
+layers = depth_view.load({**result, "ex": ex, "n_prompt": n_prompt}, settings)
+fork_cfg = branches_view.fork_settings()
 
 
 @st.fragment
@@ -114,6 +122,8 @@ def views() -> None:
     """Sequence view + trees + node details (+ the per-layer panels): reruns alone when a node is clicked or
     the layer slider moves."""
     shown, layer = depth_view.layer_slider(layers, ex)  # that layer's Explanation (the output's when off)
+    forks = branches_view.fork_marks(shown, fork_cfg)
+    colours = branches_view.colour_options(shown, forks)  # {} for values, else the fork rate per node
     c1, c2, c3 = st.columns([2, 2, 3])
     fold = c1.number_input("Fold below depth (0 = off)", 0, 60, 0, key="fold")
     collapse = c2.checkbox("Collapse unary chains", value=True, key="collapse")
@@ -128,7 +138,8 @@ def views() -> None:
     tabs = st.tabs(["Partial AST (named nodes)", "Complete AST (all nodes)"])
     for tab, view in zip(tabs, ("partial", "complete")):
         fig = tree_figure(shown, view, max_depth=fold or None, collapse_unary=collapse, selected=selected,
-                          value_label=None if layer is None else f"value ({ex.aggregate}), layer {layer}")
+                          **({"value_label": None if layer is None else f"value ({ex.aggregate}), layer {layer}"}
+                             | colours))
         box = tab.container(key=f"treebox_{view}")  # scrolls sideways: the figure keeps its pixel width
         box.html(widgets.wide_chart_css(f"tree_{view}", fig.layout.width))
         event = box.plotly_chart(fig, key=f"tree_{view}", on_select="rerun", selection_mode="points", width=int(fig.layout.width),
@@ -141,9 +152,11 @@ def views() -> None:
                 selected = clicked
     st.session_state["selected"] = selected
 
-    st.markdown("**Sequence view** (hover a token for its probability, rank, entropy and top-5 alternatives)"
+    st.markdown("**Sequence view** (hover a token for its probability, rank, entropy and top-5 alternatives; a "
+                "purple bar marks a fork point)"
                 + ("" if layer is None else f" at layer {layer}"))
-    st.html(sequence_html(shown, selected=selected, n_prompt=depth_view.prompt_tokens(shown, ex, n_prompt)))
+    st.html(sequence_html(shown, selected=selected, n_prompt=depth_view.prompt_tokens(shown, ex, n_prompt),
+                          forks=None if forks is None else forks.indices))
     if selected is not None:
         t = ex.tree
         value = shown.values[selected]
@@ -161,6 +174,7 @@ def views() -> None:
 
 
 views()
+branches_view.section(result, branches, opened, fork_cfg)
 
 with st.expander("Export"):
     e1, e2, e3, e4 = st.columns(4)

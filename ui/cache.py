@@ -29,6 +29,7 @@ import pandas as pd
 import streamlit as st
 
 from asc import Explanation, explain, load_model
+from asc.branch import Branch, branch, explore_forks
 from asc.concepts import load_categories
 from asc.corpus.digest import RunDigest
 from asc.corpus.listing import run_title
@@ -36,6 +37,7 @@ from asc.corpus.runs import RunData, load_digest, load_run
 from asc.corpus.summary import summary_table
 from asc.depth import LayerExplanation, explain_layers, top_vocab
 from asc.errors import AscError, CorpusError
+from asc.forks import ForkPoints
 from asc.generate import Completion, complete, explain_completion
 from asc.models import ModelBundle
 
@@ -347,3 +349,51 @@ def layer_summary(path: Path, label: str) -> pd.DataFrame | None:
     from asc.corpus.layers import has_layers
 
     return _layer_summary(str(path), label, _stamp(path)) if has_layers(path) else None
+
+
+def _completion_key(comp: Completion) -> tuple:
+    return comp.prompt, comp.text, comp.ids.tobytes(), comp.start.tobytes(), comp.end.tobytes(), comp.n_prompt
+
+
+def _forks_key(forks: ForkPoints) -> tuple:
+    return forks.is_fork.tobytes(), forks.margin.tobytes(), forks.entropy.tobytes(), forks.settings
+
+
+@st.cache_data(max_entries=64, show_spinner=False, hash_funcs={Completion: _completion_key})
+def cached_branch(spec: str, trust_remote_code: bool, trunk: Completion, at: int, choose: int | None,
+                  token: str | None, max_new_tokens: int, temperature: float, top_p: float, seed: int, language: str,
+                  aggregate: str, device: str = "auto", dtype: str = "auto") -> tuple[Branch, Explanation]:
+    """:func:`asc.branch.branch` of ``trunk`` at token ``at`` (the K-th choice or a typed text) and the branch's
+    AsC-Eval on its exact ids, keyed by the trunk's ids and the settings: the same branch asked again (another
+    tab, a rerun) never runs the model."""
+    bundle = bundle_for(spec, trust_remote_code, device, dtype)
+    br = branch(bundle, trunk, at, choose=choose, token=token, max_new_tokens=max_new_tokens, temperature=temperature,
+                top_p=top_p, seed=seed, language=language)
+    return br, explain_completion(bundle, br.completion, language=language, aggregate=aggregate)
+
+
+@st.cache_data(max_entries=16, show_spinner=False, hash_funcs={Completion: _completion_key, ForkPoints: _forks_key})
+def cached_explore(spec: str, trust_remote_code: bool, trunk: Completion, forks: ForkPoints, n: int,
+                   max_new_tokens: int, temperature: float, top_p: float, seed: int, language: str, aggregate: str,
+                   device: str = "auto", dtype: str = "auto") -> list[tuple[Branch, Explanation]]:
+    """:func:`asc.branch.explore_forks` (the ``n`` most uncertain fork points of the generated part, batched) with
+    each branch's AsC-Eval."""
+    bundle = bundle_for(spec, trust_remote_code, device, dtype)
+    branches = explore_forks(bundle, trunk, forks, n, max_new_tokens, temperature=temperature, top_p=top_p, seed=seed,
+                             language=language, generated_only=True)
+    return [(br, explain_completion(bundle, br.completion, language=language, aggregate=aggregate)) for br in branches]
+
+
+@st.cache_data(max_entries=12, show_spinner=False)
+def _fork_table(path: str, label: str, n_boot: int, seed: int, stamp: float) -> pd.DataFrame:
+    from asc.corpus.forks import fork_table
+
+    return fork_table(path, n_boot=n_boot, seed=seed, label=label)
+
+
+def fork_table(path: Path, label: str, n_boot: int, seed: int) -> pd.DataFrame | None:
+    """The fork rates per category of a run made with ``--forks`` (``asc.corpus.forks.fork_table``), labelled
+    ``label``; None for a run without fork data. Re-read when the run gains a chunk."""
+    from asc.corpus.forks import has_forks
+
+    return _fork_table(str(path), label, n_boot, seed, _stamp(path)) if has_forks(path) else None

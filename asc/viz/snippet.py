@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -139,16 +140,20 @@ def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial
     return fig
 
 
-def sequence_html(ex: Explanation, selected: int | None = None, n_prompt: int | None = None) -> str:
+def sequence_html(ex: Explanation, selected: int | None = None, n_prompt: int | None = None,
+                  forks: Collection[int] | None = None) -> str:
     """The code with each token's background colored by its probability (an HTML fragment).
 
     Hovering a token shows its text, probability, rank, entropy and top alternatives. Tokens bound
     to ``selected`` are outlined; tokens from ``n_prompt`` on (generated) are underlined and preceded
-    by a marker. Characters shared by two tokens (a split multi-byte character) are drawn once.
+    by a marker; token indices in ``forks`` (fork points, :mod:`asc.forks`) get a purple bar above them
+    and "fork point" in their hover text. Characters shared by two tokens (a split multi-byte character)
+    are drawn once.
     """
     s = ex.scores
     src = ex.source
     picked = set(ex.alignment.tokens_of(selected).tolist()) if selected is not None else set()
+    fork_set = {int(i) for i in forks} if forks is not None else set()
     out = ['<pre class="asc-seq" style="font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px;'
            'line-height:1.55;white-space:pre;overflow-x:auto;padding:8px;border:1px solid #ddd;'
            'border-radius:6px;background:#fff;color:#111">']
@@ -170,15 +175,20 @@ def sequence_html(ex: Explanation, selected: int | None = None, n_prompt: int | 
         else:
             alts = ", ".join(f"{t!r} {q:.3f}" for t, q in zip(s.top_text[i], s.top_probs[i]))
             tip = (f"{piece!r}  p={p:.3f}  rank {int(s.rank[i])}  entropy {s.entropy[i]:.2f} nats\ntop: {alts}")
+        if i in fork_set:
+            tip += "\nfork point: the model hesitated here"
         color = value_color(None if math.isnan(p) else p)
         if not piece.strip():  # newline/indent tokens: same color, lighter, so code stays readable
             color = color.replace("rgb(", "rgba(").replace(")", ",0.35)") if color.startswith("rgb(") else "#e4e4e4"
         style = f"background:{color};border-radius:2px"
         if i in picked:
             style += ";outline:2px solid #000;outline-offset:-1px"
+        if i in fork_set:
+            style += ";box-shadow:inset 0 3px 0 #8e24aa"
         if n_prompt is not None and i >= n_prompt:
             style += ";text-decoration:underline;text-decoration-thickness:2px;font-weight:600"
-        out.append(f'<span data-token="{i}" title="{html.escape(tip)}" style="{style}">{html.escape(piece)}</span>')
+        fork_attr = ' data-fork="1"' if i in fork_set else ""
+        out.append(f'<span data-token="{i}"{fork_attr} title="{html.escape(tip)}" style="{style}">{html.escape(piece)}</span>')
     if pos < len(src):
         out.append(html.escape(src[pos:]))
     out.append("</pre>")

@@ -1,7 +1,8 @@
 """End-to-end: the real app in Debian's chromium, driven by Playwright, on the SmolLM2 default.
 
 Opens the inspector, explains the example, clicks a node in the partial AST, downloads the tokens
-CSV, turns "Per layer" on and moves the layer slider (heatmap, a node's curve); opens Compare with the two
+CSV, turns "Per layer" on and moves the layer slider (heatmap, a node's curve); completes a prompt and branches it
+at a fork point by choosing an alternative (the branch tree, the two trees side by side); opens Compare with the two
 embedded models (SmolLM2, Gemma) and the Global page on a small SmolLM2 run and the glueCode page on a small SmolLM2 run (its table, context plot, an item outlined) and the BLANCA page
 on a small MiniLM run (its table and figures, an R question picked); on a fresh runs folder, opens /inspector directly
 and runs the Global page's one-click
@@ -214,6 +215,59 @@ def test_inspector_per_layer_in_chromium(server, browser):
     assert curve.locator(".scatterlayer .trace").count() >= 1
     curve.screenshot(path=str(OUT / "inspector-per-layer-node.png"))
     page.screenshot(path=str(OUT / "inspector-per-layer.png"))
+    page.close()
+
+
+def test_inspector_branches_in_chromium(server, browser):
+    """Complete a prompt with SmolLM2, choose the model's third alternative where the trunk wrote `for` and branch:
+    the branch tree shows the trunk and the branch, the views show the branch, the two trees stand side by side
+    with their differences; a click on the trunk's point in the branch tree opens it again."""
+    page = _open(browser, server, "Completion inspector")
+    code = page.locator(".st-key-code textarea")
+    code.fill("def count_chars(string, character):\n    count = 0\n")
+    code.press("Control+Enter")
+    _idle(page)
+    page.get_by_role("button", name="Complete").click()
+    page.locator(".st-key-br_go").wait_for(timeout=180_000)
+    _idle(page)
+    page.locator("pre.asc-seq span[data-fork]").first.wait_for(timeout=60_000)  # fork points marked
+    # branch where the trunk wrote its loop (the default, the most uncertain fork point, is often whitespace)
+    combo = page.locator(".st-key-br_at input[role='combobox']")
+    combo.click()
+    combo.fill("for'")  # the list opens, filtered
+    page.locator("[role='option']", has_text=re.compile(r"^\d+: ' ?for' ")).first.click()
+    _idle(page)
+    options = page.locator(".st-key-br_choice label").filter(has_text="p=")  # the five alternatives
+    options.nth(4).wait_for(timeout=60_000)
+    assert options.count() == 5
+    options.nth(2).click()  # the model's third choice
+    _idle(page)
+    page.locator(".st-key-br_go").get_by_role("button", name="Branch").click()
+    compare = page.locator(".st-key-br_cmp_tree_1")
+    compare.wait_for(timeout=180_000)
+    _idle(page)
+    assert page.locator("[data-testid='stException']").count() == 0
+    chart = page.locator(".st-key-br_tree_chart")
+    chart.scroll_into_view_if_needed()
+    chart.locator(".main-svg").first.wait_for(timeout=60_000)
+    points = chart.locator(".scatterlayer .trace").nth(1).locator("path.point")
+    assert points.count() == 2  # the trunk and the branch
+    assert page.get_by_text(re.compile(r"^Branch 1: ")).count() == 1  # the new branch is open in the views
+    chart.screenshot(path=str(OUT / "inspector-branch-tree.png"))
+    for k in (0, 1):
+        page.locator(f".st-key-br_cmp_tree_{k}").locator(".main-svg").first.wait_for(timeout=60_000)
+    assert page.get_by_text(re.compile(r"changed\. First divergence: ")).count() == 1  # the trees differ
+    assert page.locator(".st-key-br_diff [data-testid='stDataFrame']").count() == 1  # the nodes that differ
+    page.locator(".st-key-br_compare").screenshot(path=str(OUT / "inspector-branch-compare.png"))
+
+    points.nth(0).click(force=True)  # open the trunk again from the branch tree
+    page.get_by_text(re.compile(r"^Branch 1: ")).wait_for(state="detached", timeout=60_000)
+    _idle(page)
+    shown = page.locator(".st-key-br_open_pick").evaluate(  # the select's text, or its input's value
+        "e => e.innerText + ' ' + Array.from(e.querySelectorAll('input')).map(i => i.value).join(' ')")
+    assert "trunk" in shown and "branch 1" not in shown
+    assert page.locator("[data-testid='stException']").count() == 0
+    page.screenshot(path=str(OUT / "inspector-branches.png"), full_page=True)
     page.close()
 
 

@@ -1,0 +1,170 @@
+"""Pure figures of the inspector's branches: the branch tree and two branches' ASTs side by side.
+
+:func:`branch_tree_figure` draws a :class:`~asc.branch_tree.BranchTree` like a version graph: the x axis is the
+token index, one row per completion (the trunk first, then its branches depth first); each branch leaves its
+parent's row at its fork token. The marker at a branch point is colored by the branch's mean AsC-Eval from the
+fork on (the value scale, red 0 to blue 1), drawn as an X when the branch no longer parses, and labelled with the
+forced token, its probability and rank; ``customdata`` is the branch id (a click opens it).
+
+:func:`branch_compare_figures` draws two explanations' trees (:func:`asc.viz.snippet.tree_figure`, colored by
+value) with the nodes that :func:`asc.treediff.ast_diff` found different ringed: orange where a node exists on
+one side only (removed from A, added in B), green where a matched leaf's text changed, and a thick magenta ring
+on the first node where they part. A node the view hides (punctuation in the partial AST, a folded chain) rings
+its nearest shown ancestor.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from asc.branch_tree import BranchTree
+from asc.explain import Explanation
+from asc.treediff import TreeDiff
+from asc.viz.colors import COLORSCALE
+from asc.viz.html import escape_text
+from asc.viz.layout import tree_layout
+from asc.viz.snippet import tree_figure
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+__all__ = ["DIFF_COLORS", "branch_compare_figures", "branch_tree_figure"]
+
+DIFF_COLORS = {"only": "#ff7f0e", "changed": "#2ca02c", "first": "#d000d0"}
+
+
+def _rows(tree: BranchTree) -> list[int]:
+    """Node ids in display order: depth first from the trunk, children in creation order."""
+    order: list[int] = []
+    stack = [0]
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        stack += [c.id for c in reversed(tree.children(i))]
+    return order
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return "—" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+
+
+def branch_tree_figure(tree: BranchTree, selected: int | None = None) -> go.Figure:
+    """The branch tree (module doc); ``selected`` (a node id) is ringed."""
+    import plotly.graph_objects as go
+
+    order = _rows(tree)
+    row = {i: r for r, i in enumerate(order)}
+    fig = go.Figure()
+    lx: list[float | None] = []
+    ly: list[float | None] = []
+    for node in tree.nodes:
+        r, start, end = row[node.id], node.fork_index, len(node.completion.ids)
+        if node.parent is not None:  # down from the parent's row at the fork
+            lx += [start, start, None]
+            ly += [row[node.parent], r, None]
+        lx += [start, max(end, start), None]
+        ly += [r, r, None]
+    fig.add_trace(go.Scatter(x=lx, y=ly, mode="lines", line={"color": "#9a9a9a", "width": 2}, hoverinfo="skip",
+                             showlegend=False, name="lines"))
+    labels, hovers, symbols = [], [], []
+    for node in tree.nodes:
+        parses = "yes" if node.parses else "no"
+        if node.branch is None:
+            labels.append(f"trunk · mean {_fmt(node.mean_value, 2)}")
+            head = f"<b>trunk</b> (generated from token {node.fork_index})"
+        else:
+            br = node.branch
+            how = f"rank {br.forced_rank}" if br.forced_rank else f"typed, {len(br.forced_ids)} tokens"
+            labels.append(f"#{node.id} {br.forced_text!r} p={_fmt(br.forced_prob, 2)} ({how}) · mean "
+                          f"{_fmt(node.mean_value, 2)}" + ("" if node.parses else " · no parse"))
+            replaced = tree.replaced_text(node.id)
+            head = (f"<b>branch {node.id}</b> from {'trunk' if node.parent == 0 else f'branch {node.parent}'}<br>"
+                    f"at token {br.fork_index}: {html.escape(repr(br.forced_text))} instead of "
+                    f"{html.escape(repr(replaced)) if replaced is not None else '(end)'}<br>"
+                    f"p={_fmt(br.forced_prob, 4)}, {how}")
+        hovers.append(f"{head}<br>mean AsC-Eval from the fork on: {_fmt(node.mean_value)}<br>parses: {parses}<br>"
+                      f"{len(node.completion.ids) - node.fork_index} tokens after the fork, stopped: "
+                      f"{html.escape(node.completion.stop_reason)}")
+        symbols.append("circle" if node.parses else "x")
+    values = np.array([n.mean_value for n in tree.nodes], dtype=np.float64)
+    fig.add_trace(go.Scatter(
+        x=[n.fork_index for n in tree.nodes], y=[row[n.id] for n in tree.nodes], mode="markers+text", name="branches",
+        customdata=[n.id for n in tree.nodes], text=[escape_text(t) for t in labels], textposition="top right",
+        textfont={"size": 11}, hovertext=hovers, hoverinfo="text", showlegend=False,
+        marker={"size": 16, "symbol": symbols, "color": np.where(np.isnan(values), 0.5, values).tolist(),
+                "colorscale": COLORSCALE, "cmin": 0.0, "cmax": 1.0, "line": {"color": "#222", "width": 1},
+                "showscale": True, "colorbar": {"title": {"text": "mean value"}, "thickness": 12, "len": 0.8}},
+        selected={"marker": {"opacity": 1}}, unselected={"marker": {"opacity": 1}}))
+    if selected is not None and 0 <= selected < len(tree):
+        node = tree.nodes[selected]
+        fig.add_trace(go.Scatter(x=[node.fork_index], y=[row[selected]], mode="markers", hoverinfo="skip",
+                                 showlegend=False, name="selected",
+                                 marker={"size": 26, "color": "rgba(0,0,0,0)", "line": {"color": "#000", "width": 3}}))
+    longest = max(len(n.completion.ids) for n in tree.nodes)
+    fig.update_layout(
+        height=max(200, 44 * len(tree) + 90), margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        xaxis={"title": "token index", "range": [-1, longest * 1.35 + 8], "zeroline": False},
+        yaxis={"visible": False, "range": [len(tree) - 0.5, -0.9]},  # reversed: the trunk on top, room for labels
+        plot_bgcolor="white", clickmode="event+select", dragmode="pan",
+        title={"text": f"Branch tree: the trunk and {len(tree) - 1} branch(es); color = mean AsC-Eval from the fork "
+                       "on, X = does not parse", "font": {"size": 13}})
+    return fig
+
+
+def _positions(fig: go.Figure, ex: Explanation, view: Literal["partial", "complete"],
+               collapse_unary: bool) -> dict[int, tuple[float, float]]:
+    """Drawn position of every node of ``ex``'s tree: its box's, else its nearest shown ancestor's."""
+    drawn: dict[int, tuple[float, float]] = {}
+    for trace in fig.data:
+        if trace.name in ("value", "no tokens") and trace.customdata is not None:
+            for node, x, y in zip(trace.customdata, trace.x, trace.y, strict=True):
+                drawn[int(node)] = (float(x), float(y))
+    lay = tree_layout(ex.tree, view, None, collapse_unary)
+    pos: dict[int, tuple[float, float]] = {}
+    for top, members in zip(lay.node.tolist(), lay.members, strict=True):
+        for m in members:
+            if top in drawn:
+                pos[m] = drawn[top]
+    parent = ex.tree.parent
+    for i in range(ex.tree.n_nodes):  # pre-order: a parent is placed before its children
+        if i not in pos and parent[i] >= 0 and int(parent[i]) in pos:
+            pos[i] = pos[int(parent[i])]
+    return pos
+
+
+def _rings(fig: go.Figure, pos: dict[int, tuple[float, float]], nodes: list[int], color: str, size: int,
+           width: float, name: str, hover: str) -> None:
+    import plotly.graph_objects as go
+
+    pts = sorted({pos[n] for n in nodes if n in pos})
+    if not pts:
+        return
+    fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers", name=name,
+                             hovertext=[hover] * len(pts), hoverinfo="text", showlegend=False,
+                             marker={"size": size, "color": "rgba(0,0,0,0)", "line": {"color": color, "width": width}}))
+
+
+def branch_compare_figures(a: Explanation, b: Explanation, diff: TreeDiff, view: Literal["partial", "complete"] = "partial",
+                           names: tuple[str, str] = ("A", "B"), collapse_unary: bool = True) -> tuple[go.Figure, go.Figure]:
+    """The two trees side by side with their differences ringed (module doc); ``diff = ast_diff(a.tree, b.tree)``."""
+    first = diff.first_divergence
+    figs = []
+    for side, (ex, name) in enumerate(zip((a, b), names, strict=True)):
+        only = diff.removed if side == 0 else diff.added
+        changed = diff.changed[:, side].tolist()
+        title = (f"{name}: {len(only)} node(s) {'removed' if side == 0 else 'added'} (orange), {len(changed)} changed "
+                 "(green), first divergence (magenta)")
+        fig = tree_figure(ex, view, collapse_unary=collapse_unary, title=title)
+        pos = _positions(fig, ex, view, collapse_unary)
+        _rings(fig, pos, only.tolist(), DIFF_COLORS["only"], 20, 2.5, "only here",
+               "only in this branch" if side else "not in the other branch")
+        _rings(fig, pos, changed, DIFF_COLORS["changed"], 20, 2.5, "changed", "text changed")
+        if first is not None and first[side] >= 0:
+            _rings(fig, pos, [first[side]], DIFF_COLORS["first"], 28, 4, "first divergence",
+                   "the first node where the trees part")
+        figs.append(fig)
+    return figs[0], figs[1]

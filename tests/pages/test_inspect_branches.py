@@ -1,0 +1,175 @@
+"""pages/inspect.py's fork points and branches (ui/branches_view.py) on the tiny model: branch by choosing an
+alternative or typing one, explore forks, the branch tree, the comparison of two branches, the JSON export."""
+
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from asc.forks import fork_points, node_fork_rate
+from tests.pages.helpers import TINY, button, charts, page, tree_traces
+from ui import branches_view
+
+PROMPT = "def add(a, b):\n"
+
+
+@pytest.fixture
+def app(monkeypatch):
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    at = AppTest.from_file(page("inspect"), default_timeout=180)
+    at.session_state["settings"] = TINY
+    at.run()
+    assert not at.exception
+    return at
+
+
+@pytest.fixture
+def completed(app):
+    app.slider(key="max_new").set_value(16).run()
+    app.text_area(key="code").set_value(PROMPT).run()
+    button(app, "Complete").click().run()
+    assert not app.exception and not app.error
+    return app
+
+
+def _tree(app):
+    return app.session_state[branches_view.STATE][1]
+
+
+def _branch_chart(app):
+    return next(c for c in charts(app) if c["layout"].get("title", {}).get("text", "").startswith("Branch tree"))
+
+
+def _seq(app):
+    return next(h.proto.body for h in app.get("html") if "asc-seq" in h.proto.body)
+
+
+def test_explain_marks_fork_points_and_trees_switch_to_fork_rate(app, tiny):
+    button(app, "Explain").click().run()
+    ex = app.session_state["result"]["ex"]
+    forks = fork_points(ex.scores)
+    assert forks.is_fork.any()
+    assert _seq(app).count('data-fork="1"') == int(forks.is_fork.sum())
+    assert any("Branches start from a completion" in c.value for c in app.caption)  # Explain: nothing to branch
+
+    app.radio(key="tree_colours").set_value("fork").run()
+    assert not app.exception
+    value = tree_traces(app)["value"]
+    rate = node_fork_rate(ex, forks)
+    np.testing.assert_allclose(value["marker"]["color"], rate[np.array(value["customdata"])])
+    assert value["marker"]["colorbar"]["title"]["text"] == "fork rate"
+
+    # stricter thresholds: fewer marks
+    app.number_input(key="fork_margin").set_value(0.0).run()
+    app.number_input(key="fork_entropy").set_value(20.0).run()
+    assert 'data-fork="1"' not in _seq(app)
+
+
+def test_branch_by_choosing_an_alternative(completed):
+    app = completed
+    tree = _tree(app)
+    trunk = tree.trunk.completion
+    assert len(tree) == 1 and len(_branch_chart(app)["data"][1]["x"]) == 1
+    at = trunk.n_prompt + 2
+    app.selectbox(key="br_at").set_value(at).run()
+    choices = app.radio(key="br_choice")
+    assert len(choices.options) == 5 and "p=" in choices.options[0]
+    choices.set_value(3).run()
+    app.slider(key="br_max_new").set_value(8).run()
+    button(app, "Branch").click().run()
+    assert not app.exception and not app.error
+    tree = _tree(app)
+    assert len(tree) == 2
+    node = tree.nodes[1]
+    br = node.branch
+    ex = tree.trunk.explanation
+    assert node.parent == 0 and br.fork_index == at and br.forced_rank == 3
+    assert br.forced_id == int(ex.scores.top_ids[at][2])  # the third alternative shown
+    cut = int(trunk.start[at])
+    assert node.completion.text.startswith(trunk.text[:cut] + br.forced_text)
+    np.testing.assert_array_equal(node.completion.ids[:at], trunk.ids[:at])
+    # the tree view: two branch points, the new one opened in the views
+    chart = _branch_chart(app)
+    points = next(t for t in chart["data"] if t.get("name") == "branches")
+    assert points["customdata"] == [0, 1] and points["x"] == [trunk.n_prompt, at]
+    assert app.selectbox(key="br_open_pick").value == 1
+    assert app.session_state["result"]["comp"] is not None
+    assert html_text(_seq(app)).startswith(node.completion.text[:20])
+    assert any(c.value.startswith("Branch 1:") for c in app.caption)
+
+
+def html_text(body: str) -> str:
+    import html
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>", "", body))
+
+
+def test_typed_replacement_and_compare_view(completed):
+    app = completed
+    trunk = _tree(app).trunk.completion
+    at = trunk.n_prompt
+    app.selectbox(key="br_at").set_value(at).run()
+    app.text_input(key="br_token").set_value("    return a + b").run()
+    app.slider(key="br_max_new").set_value(8).run()
+    button(app, "Branch").click().run()
+    assert not app.exception and not app.error
+    node = _tree(app).nodes[1]
+    assert node.branch.forced_rank == 0 and node.completion.text.startswith(trunk.text[:int(trunk.start[at])]
+                                                                            + "    return a + b")
+    # compare: A = the trunk, B = the branch; the differences are listed and both trees drawn with rings
+    assert app.selectbox(key="br_cmp_a").value == 0 and app.selectbox(key="br_cmp_b").value == 1
+    diff = next(d.value for d in app.dataframe if "status" in d.value.columns)
+    assert len(diff) > 0 and set(diff["status"]) <= {"added", "removed", "changed"}
+    assert diff["first"].any()
+    assert any("First divergence" in m.value for m in app.markdown)
+    rings = {"only here", "changed", "first divergence"}
+    cmp = [c for c in charts(app) if rings & {t.get("name") for t in c["data"]}]
+    assert len(cmp) == 2 and any(t.get("name") == "first divergence" for c in cmp for t in c["data"])
+    labels = {b.proto.label for b in app.get("download_button")}
+    assert {"Branch tree JSON", "Branch tree (HTML)", "Differences CSV", "trunk tree (HTML)",
+            "branch 1 tree (HTML)"} <= labels
+
+
+def test_explore_forks_creates_n_branches_and_json_export_parses(completed):
+    app = completed
+    app.number_input(key="br_n").set_value(3).run()
+    app.slider(key="br_max_new").set_value(8).run()
+    button(app, "Explore forks").click().run()
+    assert not app.exception and not app.error
+    tree = _tree(app)
+    assert len(tree) == 4 and all(n.parent == 0 for n in tree.nodes[1:])
+    assert app.selectbox(key="br_open_pick").value == 0  # several branches: the trunk stays open
+    points = next(t for t in _branch_chart(app)["data"] if t.get("name") == "branches")
+    assert points["customdata"] == [0, 1, 2, 3]
+
+    # a branch of a branch: open branch 1 and branch it
+    app.selectbox(key="br_open_pick").set_value(1).run()
+    branch1 = tree.nodes[1]
+    app.selectbox(key="br_at").set_value(branch1.branch.fork_index + 1).run()
+    button(app, "Branch").click().run()
+    assert not app.exception and not app.error
+    tree = _tree(app)
+    assert len(tree) == 5 and tree.nodes[4].parent == 1 and tree.depth(4) == 2
+
+    doc = json.loads(branches_view.tree_json(tree))
+    assert doc["prompt"] == tree.trunk.completion.prompt and doc["settings"]["temperature"] == 0
+    assert [b["id"] for b in doc["branches"]] == [0, 1, 2, 3, 4]
+    assert [b["parent"] for b in doc["branches"]] == [None, 0, 0, 0, 1]
+    assert doc["branches"][0]["fork"] is None
+    fork = doc["branches"][4]["fork"]
+    assert fork["fork_index"] == branch1.branch.fork_index + 1 and fork["forced_rank"] == 2
+    assert doc["branches"][4]["asc_eval"]["tokens"] and doc["branches"][4]["asc_eval"]["nodes"]
+
+
+def test_a_new_completion_starts_a_new_tree(completed):
+    app = completed
+    app.slider(key="br_max_new").set_value(8).run()
+    button(app, "Branch").click().run()
+    assert len(_tree(app)) == 2
+    app.text_area(key="code").set_value("def sub(a, b):\n").run()
+    button(app, "Complete").click().run()
+    assert not app.exception and not app.error
+    assert len(_tree(app)) == 1 and _tree(app).trunk.completion.prompt.startswith("def sub")
+    assert not [s for s in app.selectbox if s.key == "br_open_pick"]
