@@ -89,15 +89,17 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from asc.corpus import category_table, load_run, run_corpus
+    from asc.corpus.forks import cli_settings
     from asc.corpus.runs import load_digest
     from asc.corpus.sources import load_corpus
 
+    forks = cli_settings(args.forks, args.fork_margin, args.fork_entropy)  # bad thresholds: before anything loads
     snippets = load_corpus(args.corpus, limit=args.limit, min_lines=args.min_lines, max_lines=args.max_lines)
     out = Path(args.out)
     t0 = time.perf_counter()
     settings: dict[str, Any] = {"corpus": args.corpus, "aggregate": args.aggregate, "options": _align_options(args),
                 "batch_size": args.batch_size, "max_window": args.max_window, "progress": not args.quiet,
-                "layers": args.layers}
+                "layers": args.layers, "forks": forks}
     try:
         if args.engine == "ray":
             from asc.corpus.engines import run_corpus_ray
@@ -144,10 +146,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
             first = crossing.loc[category, "crossing"]
             print(f"  {category:<24} {'-' if first != first else int(first):>4}  {cells}")
         print(f"(all layers in {out / 'layers.csv'})")
+    if forks is not None:
+        from asc.corpus.forks import fork_report, fork_table
+
+        rates = fork_table(digest, n_boot=args.n_boot, seed=args.seed)
+        print(fork_report(rates, forks, args.n_boot, args.seed) + f"\n(also in {write_table(rates, out / 'forks.csv')})")
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from asc.corpus.forks import fork_report, fork_summary
     from asc.corpus.runs import load_digest
     from asc.corpus.summary import difference_table, run_labels, summary_table, wide_table
 
@@ -176,6 +184,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(diff[["category", "median_a", "median_b", "difference", "nodes_a", "nodes_b"]]
                   .to_string(index=False, float_format=lambda v: f"{v:+.3f}"))
         _compare_layers(args.runs, run_labels(runs))
+        forks = fork_summary(runs, run_labels(runs), categories, args.n_boot, args.seed)  # runs made with --forks
+        if len(forks):
+            print(fork_report(forks, None, args.n_boot, args.seed))
     if args.out:
         print(f"\nlong table written to {args.out}")
     return 0
@@ -334,6 +345,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold", type=float, default=0.6, help="the 'acceptable confidence' line")
     p.add_argument("--layers", action="store_true", help="also AsC-Eval at every layer (logit lens; about 3-8x the "
                    "cost): adds the layers/ table and a category x layer summary")
+    p.add_argument("--forks", action="store_true", help="also count fork points (tokens where the model hesitates): "
+                   "per-token margin, per-node counts, the forks/ table and a fork-rate summary per category")
+    p.add_argument("--fork-margin", type=float, default=None, help="--forks: a top-2 margin below this is a fork (0.1)")
+    p.add_argument("--fork-entropy", type=float, default=None, help="--forks: an entropy above this (nats) is a fork "
+                   "(2.0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--engine", default="local", choices=("local", "ray"),
                    help="local: this process; ray: a pool of Ray actors (see README, 'Running on a Ray cluster')")

@@ -20,6 +20,7 @@ from asc.corpus.listing import run_folders
 from asc.corpus.summary import box_table, difference_table, run_labels, type_table, wide_table
 from asc.export import csv_text
 from asc.viz import category_bars, concept_treemap, difference_bars, figure_html, styled_table, value_distribution
+from asc.viz.forks import fork_bars
 from asc.viz.layers import depth_curves, layer_heatmap
 from ui import access, cache, guards, jobs, widgets
 
@@ -155,6 +156,25 @@ else:
                f"model's own final norm and head; the ring marks the first layer at or above {threshold:g}. "
                "Relative depth = layer / number of layers, so models of different depth share an axis.")
 
+st.subheader("Fork points (where models hesitate)")
+fork_tables = [t for t in (cache.fork_table(f, label, int(n_boot), int(seed)) for f, label in zip(chosen, labels))
+               if t is not None]
+forks_all = fork_fig = None
+if not fork_tables:
+    st.caption("None of the chosen runs has fork data: `python -m asc eval --model M --corpus C --out F --forks` "
+               "also marks the tokens where the model hesitates (top-2 margin below 0.1 or entropy above 2 nats; "
+               "`--fork-margin`, `--fork-entropy`), at no extra model cost.")
+else:
+    forks_all = pd.concat(fork_tables, ignore_index=True)
+    fork_fig = fork_bars(forks_all)
+    st.plotly_chart(fork_fig, key="fork_bars")
+    st.dataframe(forks_all, hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                for c in ("rate", "ci_low", "ci_high", "boot_std")})
+    st.caption(f"Share of each category's tokens that are fork points (the model's top-2 margin is small or its "
+               f"entropy high: the thresholds each run was made with), pooled over the corpus; 95% intervals from "
+               f"{n_boot} resamples of snippets (seed {seed}).")
+
 with st.expander("Export"):
     e1, e2, e3 = st.columns(3)
     e1.download_button("Table I (CSV)", lambda: csv_text(wide), "asc-eval-table.csv", "text/csv",
@@ -183,3 +203,8 @@ with st.expander("Export"):
                            "text/html", on_click="ignore", key="dl_layer_heat")
         e3.download_button("Depth curves (HTML)", lambda: figure_html(curves), "asc-eval-depth-curves.html",
                            "text/html", on_click="ignore", key="dl_layer_curves")
+    if forks_all is not None and fork_fig is not None:
+        e1.download_button("Fork rates (CSV)", lambda: csv_text(forks_all), "asc-eval-forks.csv", "text/csv",
+                           on_click="ignore", key="dl_forks")
+        e3.download_button("Fork bars (HTML)", lambda: figure_html(fork_fig), "asc-eval-fork-bars.html",
+                           "text/html", on_click="ignore", key="dl_fork_bars")

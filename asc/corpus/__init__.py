@@ -5,6 +5,7 @@
 - :mod:`asc.corpus.resume`: safe writing into a run folder (corpus identity, resume checks, one-writer lock);
 - :mod:`asc.corpus.engines`: the same runs on a Ray cluster (a pool of model actors; Ray imported only then);
 - :mod:`asc.corpus.summary`: Table I (bootstrapped medians), type and difference tables;
+- :mod:`asc.corpus.forks`: fork points in runs made with ``--forks``, fork rates per category;
 - :mod:`asc.corpus.jobs`: the background queue the app uses for long runs.
 """
 

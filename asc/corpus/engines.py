@@ -4,7 +4,7 @@
 in numbered parts, meta.json, corpus.json), value for value: the driver plans the run exactly as the local
 engine does (same checks, same chunks of ``batch_size`` snippets, chunk ``i`` becomes part ``next_part + i``),
 Ray Data (``map_batches`` over an ``ActorPoolStrategy`` pool) sends each chunk to an actor that loaded the
-model once with :func:`asc.models.load_model` and returns the chunk's four tables as Parquet bytes, and the
+model once with :func:`asc.models.load_model` and returns the chunk's tables as Parquet bytes, and the
 driver writes each part as it arrives (it alone holds the folder's lock, so ``--out`` needs to be on the
 driver's machine only). The driver loads no model: meta.json describes the model as the first actor loaded it
 (device and dtype included), and a resumed folder's settings are checked against it before anything is written. Parts are named by chunk, so results arriving out of order never collide; an
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from asc.align import AlignOptions
+from asc.corpus.forks import FORKS_TABLE
 from asc.corpus.layers import LAYERS_TABLE, chunk_layers, layer_bytes, write_layers
 from asc.corpus.resume import check_corpus
 from asc.corpus.runs import (
@@ -42,6 +43,7 @@ from asc.corpus.runs import (
 )
 from asc.corpus.sources import Snippet
 from asc.errors import AscError, CorpusError
+from asc.forks import ForkSettings
 from asc.lens import lens_scores
 
 __all__ = ["ChunkScorer", "run_corpus_ray"]
@@ -53,7 +55,7 @@ class ChunkScorer:
     """A Ray Data actor: loads the model once, then turns batches of chunks into their tables as Parquet bytes."""
 
     def __init__(self, spec: str, trust_remote_code: bool, device: str, dtype: str, aggregate: str, options: dict,
-                 max_window: int | None, threads: int, layers: bool = False) -> None:
+                 max_window: int | None, threads: int, layers: bool = False, forks: dict | None = None) -> None:
         import torch
 
         from asc.models import load_model
@@ -66,6 +68,7 @@ class ChunkScorer:
         self.options = AlignOptions(**options)
         self.max_window = max_window
         self.layers = layers
+        self.forks = ForkSettings(**forks) if forks else None
         self.cmaps: dict = {}
 
     def __call__(self, batch: dict[str, Any]) -> Any:
@@ -87,9 +90,9 @@ class ChunkScorer:
             else:
                 scored = score_texts(self.bundle, [s.source for s in chunk], max_window=self.max_window)
             tables = chunk_tables(self.info, chunk, scored, aggregate=self.aggregate, options=self.options,
-                                  cmaps=self.cmaps)
+                                  cmaps=self.cmaps, forks=self.forks)
             rows.append({"part": int(part), "n": len(chunk), "model": self.model}
-                        | {t: parquet_bytes(tables[t]) for t in TABLES} | extra)
+                        | {t: parquet_bytes(df) for t, df in tables.items()} | extra)
         return pd.DataFrame(rows)
 
 
@@ -113,7 +116,8 @@ def run_corpus_ray(model_spec: str, snippets: Sequence[Snippet], out: str | Path
                    device: str = "cpu", dtype: str = "float32", corpus: str = "", aggregate: str = "median",
                    options: AlignOptions | None = None, batch_size: int = 8, max_window: int | None = None,
                    progress: bool | None = None, on_progress: Callable[[int, int], None] | None = None,
-                   should_stop: Callable[[], bool] | None = None, layers: bool = False) -> Path:
+                   should_stop: Callable[[], bool] | None = None, layers: bool = False,
+                   forks: ForkSettings | None = None) -> Path:
     """:func:`asc.corpus.runs.run_corpus` with the scoring spread over a pool of Ray actors. Returns the folder.
 
     ``workers``: actors in the pool (default: one per GPU of the cluster, or 2 without GPUs);
@@ -126,7 +130,7 @@ def run_corpus_ray(model_spec: str, snippets: Sequence[Snippet], out: str | Path
     """
     options = options or AlignOptions()
     plan_args: dict[str, Any] = {"corpus": corpus, "aggregate": aggregate, "options": options,
-                                 "max_window": max_window, "layers": layers}
+                                 "max_window": max_window, "layers": layers, "forks": forks}
     with open_run(out) as folder:
         done, first_part = done_ids(folder)
         check_corpus(folder, done, snippets)  # a corpus mismatch is refused before Ray starts
@@ -145,7 +149,8 @@ def run_corpus_ray(model_spec: str, snippets: Sequence[Snippet], out: str | Path
                           should_stop=should_stop, workers=workers, gpus_per_worker=gpus_per_worker,
                           constructor={"spec": model_spec, "trust_remote_code": trust_remote_code, "device": device,
                                        "dtype": dtype, "aggregate": aggregate, "options": asdict(options),
-                                       "max_window": max_window, "layers": layers})
+                                       "max_window": max_window, "layers": layers,
+                                       "forks": asdict(forks) if forks else None})
         finally:
             if started:
                 ray.shutdown()
@@ -180,7 +185,7 @@ def _score(ray: Any, first_part: int, chunks: list[list[Snippet]], folder: Path,
                 bar = progress_bar(progress, plan, plan.meta["settings"]["model"]["name"])
             if LAYERS_TABLE in row:  # before the chunk: its snippets part marks the chunk done
                 write_layers(folder, int(row["part"]), bytes(row[LAYERS_TABLE]))
-            write_chunk(folder, int(row["part"]), {t: bytes(row[t]) for t in TABLES})
+            write_chunk(folder, int(row["part"]), {t: bytes(row[t]) for t in (*TABLES, FORKS_TABLE) if t in row})
             plan.n_done += int(row["n"])
             if bar is not None:
                 bar.update(int(row["n"]))

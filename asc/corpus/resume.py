@@ -5,8 +5,8 @@
 * :func:`corpus_identity`: the planned snippets' ids and the sha256 of their sources, and a digest over
   them (``corpus.json``; meta.json keeps the digest);
 * :func:`settings_differences` and :func:`check_corpus`: a folder is resumed only with the same format,
-  model (its dtype included, but on any device), aggregate, alignment options and max_window, and a plan that
-  still holds every done snippet unchanged; otherwise a :class:`asc.errors.CorpusError` says what differs and
+  model (its dtype included, but on any device), aggregate, alignment options, max_window, ``--layers`` and
+  ``--forks`` (with its thresholds), and a plan that still holds every done snippet unchanged; otherwise a :class:`asc.errors.CorpusError` says what differs and
   names the fix (``--dtype X`` to continue, or another ``--out``);
 * :func:`writer_lock`: an exclusive ``flock`` on ``<folder>/.lock`` taken with timeout 0 (a second
   writer is refused at once) that the kernel releases when its process ends, however it ends;
@@ -31,7 +31,7 @@ from asc.errors import CorpusError
 __all__ = ["SETTINGS_KEYS", "check_corpus", "corpus_identity", "remove_unstarted", "settings_differences",
            "source_digest", "writer_lock"]
 
-SETTINGS_KEYS = ("format", "model", "aggregate", "align", "max_window", "layers")  # must match to resume a folder
+SETTINGS_KEYS = ("format", "model", "aggregate", "align", "max_window", "layers", "forks")  # must match to resume a folder
 
 
 def source_digest(text: str) -> str:

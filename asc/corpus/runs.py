@@ -16,6 +16,8 @@ folder of Parquet parts that ``pandas.read_parquet(folder)`` reads whole:
                name, value, n_nodes. Absent concepts have no row (missing, not 0).
 ``digest/``    per part, the categorized node values every corpus summary reads (:mod:`asc.corpus.digest`).
 
+Runs made with ``--layers`` or ``--forks`` hold more: :mod:`asc.corpus.layers`, :mod:`asc.corpus.forks`.
+
 Snippets are processed in chunks (one batched scoring call each); each chunk is written as part
 ``NNNNN`` of every table and its digest, the ``snippets`` part last and every file atomically, so an interrupted run
 leaves only whole chunks. Running again with the same folder skips the snippets already done; a
@@ -38,7 +40,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -47,14 +48,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from asc.align import AlignOptions
 from asc.atomic import write_atomic
-from asc.complexity import complexity_of_tree
-from asc.concepts import GLOBAL, CategoryMap, aggregate_segments, load_categories
+from asc.concepts import CategoryMap
 from asc.corpus.digest import DIGEST, RunDigest, digest_bytes, read_digest
-from asc.corpus.layers import chunk_layers, write_layers
+from asc.corpus.forks import FORKS_TABLE, settings_entry
+from asc.corpus.layers import LAYERS_TABLE, chunk_layers, write_layers
 from asc.corpus.listing import meta_problem, read_meta
 from asc.corpus.resume import (
     check_corpus,
@@ -65,8 +64,9 @@ from asc.corpus.resume import (
     writer_lock,
 )
 from asc.corpus.sources import Snippet
+from asc.corpus.tables import chunk_tables
 from asc.errors import CorpusError
-from asc.explain import Explanation, explain_scored
+from asc.forks import ForkSettings
 from asc.lens import lens_scores
 from asc.models import ModelBundle
 from asc.scores import score_texts
@@ -97,39 +97,12 @@ class RunData:
     concepts: Any
 
 
-def _frames(snip: Snippet, ex: Explanation, cmap: CategoryMap, aggregate: str) -> dict:
-    import pandas as pd
-
-    s, t = ex.scores, ex.tree
-    tok = ex.token_frame().drop(columns=["top"])
-    tok.insert(0, "snippet_id", snip.id)
-    tok["top_text"] = [list(x) for x in s.top_text]
-    tok["top_prob"] = [[float(p) for p in row if not math.isnan(p)] for row in s.top_probs]
-    nodes = ex.node_frame()
-    nodes.insert(0, "snippet_id", snip.id)
-    counts = nodes.groupby("type").size()
-    rows = [(snip.id, "type", k, v, int(counts[k])) for k, v in ex.concept_values.items()]
-    cat_counts = nodes.dropna(subset=["value"]).groupby("category").size()
-    rows += [(snip.id, "category", k, v, int(cat_counts.get(k, 0))) for k, v in ex.category_values.items()
-             if not math.isnan(v)]
-    categorized = np.array([c is not None for c in ex.node_category])
-    glob = aggregate_segments(ex.values[categorized], np.zeros(int(categorized.sum()), dtype=np.int64), 1, aggregate)[0]
-    if not math.isnan(glob):
-        rows.append((snip.id, "global", GLOBAL, float(glob), int((categorized & ~np.isnan(ex.values)).sum())))
-    concepts = pd.DataFrame(rows, columns=["snippet_id", "kind", "name", "value", "n_nodes"])
-    snippets = pd.DataFrame([{
-        "id": snip.id, "origin": snip.origin, "name": snip.name, "language": snip.language, "line": snip.line,
-        "n_tokens": s.n_tokens, "n_nodes": t.n_nodes, "ast_levels": t.n_levels, "has_error": t.has_error,
-        "loss": s.loss, "n_windows": s.n_windows, "complexity": complexity_of_tree(t), "source": snip.source,
-    }])
-    return {"tokens": tok, "nodes": nodes, "concepts": concepts, "snippets": snippets}
-
-
 def _settings(model: dict, corpus: str, aggregate: str, options: AlignOptions, max_window: int | None,
-              layers: bool = False) -> dict:
+              layers: bool = False, forks: ForkSettings | None = None) -> dict:
     settings = {"format": FORMAT_VERSION, "model": model, "corpus": corpus, "aggregate": aggregate,
                 "align": asdict(options), "max_window": max_window}
-    return settings | {"layers": True} if layers else settings  # absent, not False: older runs stay resumable
+    settings |= {"layers": True} if layers else {}  # absent, not False: older runs stay resumable
+    return settings | {"forks": settings_entry(forks)} if forks else settings
 
 
 def _broken(path: Path, what: str) -> CorpusError:
@@ -204,14 +177,15 @@ def open_run(out: str | Path) -> Iterator[Path]:
             if fresh and not any((out / "snippets").glob("part-*.parquet")):
                 if finished:
                     log.info("no chunk finished: %s removed", out)
-                remove_unstarted(out, (*TABLES, DIGEST), created)
+                remove_unstarted(out, (*TABLES, DIGEST, LAYERS_TABLE, FORKS_TABLE), created)
 
 
 def plan_run(model: dict, snippets: Sequence[Snippet], out: Path, *, corpus: str, aggregate: str,
-             options: AlignOptions, max_window: int | None, layers: bool = False) -> RunPlan:
+             options: AlignOptions, max_window: int | None, layers: bool = False,
+             forks: ForkSettings | None = None) -> RunPlan:
     """Check a locked run folder against the settings (``model``: :meth:`ModelBundle.describe`) and the corpus,
     write corpus.json and meta.json, and say what is left to do. Whichever engine wrote the done snippets."""
-    settings = _settings(model, corpus, aggregate, options, max_window, layers)
+    settings = _settings(model, corpus, aggregate, options, max_window, layers, forks)
     meta_path = out / "meta.json"
     old = read_meta(out) if meta_path.exists() else None
     if old is not None:
@@ -242,21 +216,6 @@ def plan_run(model: dict, snippets: Sequence[Snippet], out: Path, *, corpus: str
                    next_part=part)
 
 
-def chunk_tables(info: dict, chunk: Sequence[Snippet], scored: Sequence[Any], *, aggregate: str,
-                 options: AlignOptions, cmaps: dict[str, CategoryMap] | None = None) -> dict[str, Any]:
-    """The four tables (pandas DataFrames by name) of one scored chunk; ``info``: :meth:`ModelBundle.summary`."""
-    import pandas as pd
-
-    cmaps = {} if cmaps is None else cmaps
-    frames: dict[str, list] = {t: [] for t in TABLES}
-    for snip, sc in zip(chunk, scored, strict=False):
-        cmap = cmaps.setdefault(snip.language, load_categories(snip.language))
-        ex = explain_scored(info, sc, snip.language, aggregate, options, cmap)
-        for table, df in _frames(snip, ex, cmap, aggregate).items():
-            frames[table].append(df)
-    return {table: pd.concat(frames[table], ignore_index=True) for table in TABLES}
-
-
 def parquet_bytes(df: Any) -> bytes:
     """A DataFrame as the bytes of the Parquet file :func:`write_chunk` would write (to ship it between processes)."""
     import io
@@ -268,11 +227,12 @@ def parquet_bytes(df: Any) -> bytes:
 
 def write_chunk(out: Path, part: int, tables: dict[str, Any]) -> None:
     """Write one chunk as part ``part`` of every table and its digest (:mod:`asc.corpus.digest`), each file
-    atomically, the snippets part last (marking it done). ``tables`` maps each table to a DataFrame or to its
-    :func:`parquet_bytes`."""
-    data = {t: tables[t] if isinstance(tables[t], bytes) else parquet_bytes(tables[t]) for t in TABLES}
+    atomically, the snippets part last (marking it done). ``tables`` maps each table (the four, and ``forks`` of a
+    ``--forks`` run) to a DataFrame or to its :func:`parquet_bytes`."""
+    data = {t: df if isinstance(df, bytes) else parquet_bytes(df) for t, df in tables.items()}
     name = f"part-{part:05d}.parquet"
-    for table in TABLES[:-1]:
+    for table in [t for t in data if t != "snippets"]:
+        (out / table).mkdir(exist_ok=True)
         write_atomic(out / table / name, _bytes_writer(data[table]))
     (out / DIGEST).mkdir(exist_ok=True)
     write_atomic(out / DIGEST / name, _bytes_writer(_digest_of(data["nodes"], data["snippets"])))
@@ -312,10 +272,12 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
                aggregate: str = "median", options: AlignOptions | None = None, batch_size: int = 8,
                max_window: int | None = None, progress: bool | None = None,
                on_progress: Callable[[int, int], None] | None = None,
-               should_stop: Callable[[], bool] | None = None, layers: bool = False) -> Path:
+               should_stop: Callable[[], bool] | None = None, layers: bool = False,
+               forks: ForkSettings | None = None) -> Path:
     """Evaluate ``snippets`` and write/extend the run folder ``out``. Returns the folder.
 
-    ``layers`` scores each snippet with the logit lens and adds the ``layers/`` table (:mod:`asc.corpus.layers`).
+    ``layers`` scores each snippet with the logit lens and adds the ``layers/`` table (:mod:`asc.corpus.layers`);
+    ``forks`` counts fork points with these thresholds (:mod:`asc.corpus.forks`).
 
     ``progress`` shows a tqdm bar (default: when stderr is a terminal); ``on_progress(done, total)`` is
     called after every chunk (for UIs); ``should_stop()`` is asked before every chunk and ends the
@@ -324,7 +286,7 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
     options = options or AlignOptions()
     with open_run(out) as folder:
         plan = plan_run(bundle.describe(), snippets, folder, corpus=corpus, aggregate=aggregate, options=options,
-                        max_window=max_window, layers=layers)
+                        max_window=max_window, layers=layers, forks=forks)
         cmaps: dict[str, CategoryMap] = {}
         info = bundle.summary()
         bar = progress_bar(progress, plan, bundle.name)
@@ -341,7 +303,8 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
                                                                           options=options, cmaps=cmaps))
                 else:
                     scored = score_texts(bundle, [s.source for s in chunk], max_window=max_window)
-                tables = chunk_tables(info, chunk, scored, aggregate=aggregate, options=options, cmaps=cmaps)
+                tables = chunk_tables(info, chunk, scored, aggregate=aggregate, options=options, cmaps=cmaps,
+                                      forks=forks)
                 write_chunk(folder, plan.next_part + i, tables)
                 total_done += len(chunk)
                 if bar is not None:

@@ -125,3 +125,31 @@ def test_global_page_shows_layers_of_layer_runs(monkeypatch, tmp_path, tiny):
     assert any(d.value is not None and "crossing" in getattr(d.value, "columns", []) for d in at.dataframe)
     labels = [b.label for b in at.get("download_button")]
     assert "Per layer (CSV)" in labels and "Layer heatmap (HTML)" in labels
+
+
+def test_global_page_shows_fork_rates_of_fork_runs(monkeypatch, tmp_path, tiny):
+    from asc import load_corpus, run_corpus
+    from asc.corpus.forks import fork_table
+    from asc.corpus.listing import run_folders
+    from asc.forks import ForkSettings
+
+    snippets = load_corpus("humaneval", limit=3)
+    settings = ForkSettings(max_margin=0.0004, min_entropy=100.0)  # splits the tiny model's tokens
+    run_corpus(tiny, snippets, tmp_path / "forked", corpus="humaneval", progress=False, forks=settings)
+    run_corpus(tiny, snippets[:2], tmp_path / "plain", corpus="humaneval", progress=False)
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))
+    at = AppTest.from_file(GLOBAL_PAGE, default_timeout=120)
+    at.run()
+    assert any(t.value == "Fork points (where models hesitate)" for t in at.subheader)
+    assert any("None of the chosen runs has fork data" in c.value and "--forks" in c.value for c in at.caption)
+    at.multiselect(key="results").set_value(run_folders(tmp_path)).run()
+    assert not at.exception and not at.error
+    expected = fork_table(tmp_path / "forked", n_boot=500, seed=0).set_index("category")
+    bars = next(c for c in charts(at) if c["layout"].get("title", {}).get("text", "").startswith("Fork points"))
+    assert len(bars["data"]) == 1 and bars["data"][0]["x"][0] == "Global"  # the plain run has no fork data
+    shown = next(d.value for d in at.dataframe if d.value is not None and "n_forks" in getattr(d.value, "columns", []))
+    shown = shown.set_index("category")
+    assert shown.loc["Global", "rate"] == pytest.approx(expected.loc["Global", "rate"])
+    assert shown.loc["Global", "ci_high"] == pytest.approx(expected.loc["Global", "ci_high"])
+    labels = [b.label for b in at.get("download_button")]
+    assert "Fork rates (CSV)" in labels and "Fork bars (HTML)" in labels
