@@ -158,13 +158,14 @@ def layer_values(explanation: Explanation, lens: LayerScores, categories: Catego
 
 def explain_layers(bundle: ModelBundle, source: str, language: str = "python", aggregate: str = "median",
                    options: AlignOptions | None = None, categories: CategoryMap | None = None,
-                   max_window: int | None = None,
+                   max_window: int | None = None, exact: bool = False,
                    on_layer: Callable[[int, int], None] | None = None) -> LayerExplanation:
-    """AsC-Eval of ``source`` at every layer of ``bundle`` (one forward pass and one unembedding per layer)."""
+    """AsC-Eval of ``source`` at every layer of ``bundle`` (one forward pass and one unembedding per layer;
+    ``exact``: float32 unembeddings for every layer, see :mod:`asc.lens`)."""
     check_source(source)
     check_aggregate(aggregate)
     cmap = categories or load_categories(language)
-    lens = lens_scores(bundle, source, max_window=max_window, on_layer=on_layer)
+    lens = lens_scores(bundle, source, max_window=max_window, exact=exact, on_layer=on_layer)
     explanation = explain_scored(bundle.summary(), lens.output, language, aggregate, options, cmap)
     values, by_cat = layer_values(explanation, lens, cmap)
     return LayerExplanation(explanation, lens, values, by_cat)

@@ -13,6 +13,15 @@ scored positions, in row chunks under the device's logit budget (:func:`asc.devi
 reduced at once to the statistics :mod:`asc.scores` keeps (probability of the actual token, its rank, the entropy,
 the top-k): full per-layer logits are never stored (512 tokens x 30 layers x 49k vocabulary would be 3 GB).
 
+Precision: the layers before the last are unembedded in **bfloat16** (inputs rounded to bfloat16, products
+accumulated in float32) when the head is float32: on CPUs with bfloat16 units (this machine's AVX-512 BF16) that
+multiplication is about 4x faster, and it is most of the lens's cost (31 unembeddings of a 49k vocabulary for
+SmolLM2 against one in a forward pass). The probabilities of those layers then differ from the exact ones by
+a few hundredths at most (SmolLM2 on a 682-token file: 0.06 for the worst token, 0.0005 on average; its category
+values moved by 0.013 at most and no crossing of 0.6 moved); ``exact=True`` keeps
+float32. The last layer is always computed exactly (it must equal the output). Half-precision models unembed in
+their own dtype either way.
+
 Long inputs use the same overlapping windows as :func:`asc.scores.score_texts`, so every layer sees the same
 context as the output. Departure from ecco / tuned-lens: we keep statistics of the actual next token for syntax
 aggregation, not the decoded top token only; the tuned lens (trained affine maps) is not implemented.
@@ -20,6 +29,7 @@ aggregation, not the decoded top token only; the tuned lens (trained affine maps
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -92,25 +102,50 @@ def lens_parts(bundle: ModelBundle) -> LensParts:
     return LensParts(base, norm, head, float(cap) if cap else None, bundle.n_layers)
 
 
-def _layer_stats(parts: LensParts, hidden: Any, targets: Any, normalize: bool, k: int, budget: int) -> list:
-    """Statistics of one layer's ``(n, D)`` states predicting ``targets``: row chunks unembedded and reduced."""
+_FAST_HEADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _fast_head(parts: LensParts) -> Any:
+    """A bfloat16 copy of a float32 head without bias (made once per head), or None where it does not apply."""
+    head = parts.head
+    weight = getattr(head, "weight", None)
+    if weight is None or getattr(head, "bias", None) is not None or str(weight.dtype) != "torch.float32":
+        return None
+    found = _FAST_HEADS.get(head)
+    if found is None:
+        import torch
+
+        found = weight.detach().to(torch.bfloat16)
+        _FAST_HEADS[head] = found
+    return found
+
+
+def _layer_stats(parts: LensParts, hidden: Any, targets: Any, normalize: bool, k: int, budget: int,
+                 fast: bool = False) -> list:
+    """Statistics of one layer's ``(n, D)`` states predicting ``targets``: row chunks unembedded and reduced.
+    ``fast``: the unembedding multiplies in bfloat16 (accumulating in float32) when the head is float32."""
     import torch
 
     vocab = parts.head.weight.shape[0]
     rows = max(1, budget // max(1, 4 * vocab * 4))  # logits in the model dtype + the fp32 copy and temporaries
+    weight = _fast_head(parts) if fast else None
     parts_out = []
     for i in range(0, hidden.shape[0], rows):
-        h = hidden[i : i + rows]
-        logits = parts.head(parts.norm(h) if normalize else h)
+        h = parts.norm(hidden[i : i + rows]) if normalize else hidden[i : i + rows]
+        if weight is not None:
+            logits = torch.nn.functional.linear(h.to(torch.bfloat16), weight)
+        else:
+            logits = parts.head(h)
         if parts.softcap:
             logits = torch.tanh(logits.float() / parts.softcap) * parts.softcap
         parts_out.append(token_stats(logits, targets[i : i + rows], k, budget))
     return [np.concatenate([p[j] for p in parts_out]) for j in range(5)]
 
 
-def lens_scores(bundle: ModelBundle, source: str, *, max_window: int | None = None,
+def lens_scores(bundle: ModelBundle, source: str, *, max_window: int | None = None, exact: bool = False,
                 on_layer: Callable[[int, int], None] | None = None) -> LayerScores:
-    """The logit lens of every layer over ``source`` (tokenized as :func:`asc.scores.encode` does)."""
+    """The logit lens of every layer over ``source`` (tokenized as :func:`asc.scores.encode` does). The last layer
+    is always exact; the others are unembedded in bfloat16 unless ``exact`` (module doc: precision)."""
     import torch
 
     parts = lens_parts(bundle)
@@ -140,7 +175,8 @@ def lens_scores(bundle: ModelBundle, source: str, *, max_window: int | None = No
                 targets = input_ids[j, first : len(seq)]
                 for layer in range(n_rows):
                     h = states[layer][j, first - 1 : len(seq) - 1]
-                    lp, ent, rk, ti, tp = _layer_stats(parts, h, targets, layer < n_rows - 1, k, budget)
+                    inner = layer < n_rows - 1
+                    lp, ent, rk, ti, tp = _layer_stats(parts, h, targets, inner, k, budget, fast=inner and not exact)
                     logprob[layer, lo:hi], entropy[layer, lo:hi], rank[layer, lo:hi] = lp, ent, rk
                     top_ids[layer, lo:hi], top_probs[layer, lo:hi] = ti, tp
                     if on_layer:

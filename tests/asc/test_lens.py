@@ -45,7 +45,7 @@ def test_windows_give_every_layer_the_outputs_context(tiny):
 
 
 def test_layer_zero_is_the_embeddings_through_norm_and_head(tiny):
-    lens = lens_scores(tiny, SOURCE)
+    lens = lens_scores(tiny, SOURCE, exact=True)
     ids = tiny.tokenizer(SOURCE, return_tensors="pt")["input_ids"]
     gpt = tiny.model.transformer
     with torch.no_grad():
@@ -57,6 +57,14 @@ def test_layer_zero_is_the_embeddings_through_norm_and_head(tiny):
         h1 = gpt(ids, output_hidden_states=True).hidden_states[1]
         probs1 = torch.softmax(tiny.model.lm_head(gpt.ln_f(h1))[0].float(), -1).numpy()
     assert np.allclose(lens.prob[1][1:], probs1[np.arange(ids.shape[1] - 1), ids[0, 1:].numpy()], atol=1e-6)
+
+
+def test_bfloat16_layers_stay_close_to_the_exact_ones_and_the_last_is_exact(tiny):
+    fast, exact = lens_scores(tiny, SOURCE), lens_scores(tiny, SOURCE, exact=True)
+    has = ~np.isnan(exact.prob[0])
+    assert np.array_equal(fast.prob[-1], exact.prob[-1], equal_nan=True)  # the output layer is never approximated
+    assert not np.array_equal(fast.prob[:-1][:, has], exact.prob[:-1][:, has])  # bfloat16 did run
+    assert np.abs(fast.prob[:-1][:, has] - exact.prob[:-1][:, has]).max() < 0.02 * exact.prob[:-1][:, has].max() + 1e-6
 
 
 def test_soft_capping_squeezes_every_layer(tiny, monkeypatch):
@@ -88,3 +96,6 @@ def test_real_models_last_layer_equals_the_output(name):
     _same_as_output(lens, scores, 1e-5)
     mean = np.nanmean(lens.prob, axis=1)
     assert mean[-1] > mean[0] + 0.2  # the output is far surer than the embeddings
+    exact = lens_scores(bundle, SOURCE, exact=True)
+    gap = np.abs(lens.prob - exact.prob)  # bfloat16 unembeddings of the inner layers
+    assert np.nanmax(gap) < 0.04 and np.nanmean(gap) < 0.002
