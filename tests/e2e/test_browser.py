@@ -368,11 +368,12 @@ def test_blanca_page_in_chromium(server, browser, runs_dir):
     tests = [it for it in blanca_items("R") if it.split == "test"]
     from playwright.sync_api import expect
 
-    expect(ranked.locator(".gtitle")).to_contain_text(f"question {tests[0].id} ", timeout=60_000)
+    # while Streamlit reruns, the old figure can linger beside the new one: wait for the title we want, not for one
+    expect(ranked.locator(".gtitle").filter(has_text=f"question {tests[0].id} ").first).to_be_visible(timeout=120_000)
     page.locator(".st-key-bl_r_question").click()
     page.get_by_role("option", name=tests[1].question).click()
     _idle(page)
-    expect(ranked.locator(".gtitle")).to_contain_text(f"question {tests[1].id} ", timeout=60_000)
+    expect(ranked.locator(".gtitle").filter(has_text=f"question {tests[1].id} ").first).to_be_visible(timeout=120_000)
     assert page.get_by_text(tests[1].question, exact=True).count() >= 1  # the question's text under the figure
     assert page.locator("[data-testid='stException']").count() == 0
     page.screenshot(path=str(OUT / "blanca-ranked.png"))
