@@ -28,9 +28,10 @@ from asc.errors import AscError
 from asc.explain import Explanation
 from asc.export import csv_text
 from asc.forks import ForkPoints, ForkSettings, fork_points, most_uncertain, node_fork_rate
+from asc.humaneval_check import confidence_split, find_problem
 from asc.treediff import ast_diff
 from asc.viz import branch_compare_figures, branch_tree_figure, figure_html
-from ui import cache, widgets
+from ui import access, cache, widgets
 
 FORK_HELP = ("A fork point is a token where the model hesitated: the margin between its first and second choice "
              "is below the first threshold (default 0.1: nearly a coin flip), or the entropy of its prediction "
@@ -288,6 +289,23 @@ def _compare(tree: BranchTree, node: BranchNode) -> tuple[Any, ...]:
     return table, figs, names
 
 
+def _tests(tree: BranchTree) -> None:
+    """HumanEval's own tests on every completion of the tree, opt-in and in local mode only (it runs the generated
+    code), with the mean AsC-Eval of passing and failing ones: does confidence tell them apart?"""
+    if access.policy().shared or find_problem(tree.nodes[0].explanation.source) is None:
+        return
+    if not st.checkbox("Run HumanEval's tests on each branch (runs the generated code on this machine, in a "
+                       "subprocess with a 5 s limit)", key="br_run_tests"):
+        return
+    runs = [cache.cached_tests(n.explanation.source) for n in tree.nodes]
+    rows = [{"completion": n.label, "passed": r.passed, "result": r.result, "mean AsC-Eval from the fork": n.mean_value}
+            for n, r in zip(tree.nodes, runs, strict=True)]
+    st.dataframe(rows, hide_index=True, width="stretch", key="br_tests")
+    split = confidence_split([r.passed for r in runs], [n.mean_value for n in tree.nodes])
+    st.caption(f"Mean AsC-Eval from the fork on: passing {_fmt(split['mean_passing'])} "
+               f"({int(split['n_passing'])}), failing {_fmt(split['mean_failing'])} ({int(split['n_failing'])}).")
+
+
 def section(result: dict, tree: BranchTree | None, node: BranchNode | None, fork_cfg: ForkSettings) -> None:
     """The Branches section (module doc)."""
     st.subheader("Branches")
@@ -301,6 +319,7 @@ def section(result: dict, tree: BranchTree | None, node: BranchNode | None, fork
     st.plotly_chart(fig, key="br_tree_chart", on_select=_open_clicked, selection_mode="points",
                     config={"displaylogo": False})
     st.caption("Click a branch point (or choose it under **Showing**, above) to open it in the views.")
+    _tests(tree)
     compared = None
     if len(tree) > 1:
         with st.container(key="br_compare"):

@@ -39,6 +39,7 @@ from asc.depth import LayerExplanation, explain_layers, top_vocab
 from asc.errors import AscError, CorpusError
 from asc.forks import ForkPoints
 from asc.generate import Completion, complete, explain_completion
+from asc.humaneval_check import TestRun
 from asc.models import ModelBundle
 
 log = logging.getLogger("asc.ui")
@@ -397,3 +398,11 @@ def fork_table(path: Path, label: str, n_boot: int, seed: int) -> pd.DataFrame |
     from asc.corpus.forks import has_forks
 
     return _fork_table(str(path), label, n_boot, seed, _stamp(path)) if has_forks(path) else None
+
+
+@st.cache_data(max_entries=64, show_spinner="Running HumanEval's tests...")
+def cached_tests(text: str) -> TestRun:
+    """HumanEval's tests on ``text`` (``asc.humaneval_check.run_tests``), once per text."""
+    from asc.humaneval_check import run_tests
+
+    return run_tests(text)

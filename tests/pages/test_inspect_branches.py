@@ -173,3 +173,38 @@ def test_a_new_completion_starts_a_new_tree(completed):
     assert not app.exception and not app.error
     assert len(_tree(app)) == 1 and _tree(app).trunk.completion.prompt.startswith("def sub")
     assert not [s for s in app.selectbox if s.key == "br_open_pick"]
+
+
+FAKE = {"task_id": "Fake/0", "prompt": PROMPT, "entry_point": "add", "canonical_solution": "    return a + b\n",
+        "test": "def check(f):\n    assert f(1, 2) == 3\n"}  # a HumanEval-shaped problem the tiny model's context fits
+
+
+def test_humaneval_tests_run_on_every_completion_only_when_asked(app, monkeypatch):
+    from asc.humaneval_check import run_tests
+
+    monkeypatch.setattr("asc.humaneval_check._problems", lambda: (FAKE,))
+    assert run_tests(PROMPT + FAKE["canonical_solution"]).passed  # the fake problem is a working one
+    app.slider(key="max_new").set_value(8).run()
+    app.text_area(key="code").set_value(PROMPT).run()
+    button(app, "Complete").click().run()
+    assert not app.exception and not app.error
+    box = app.checkbox(key="br_run_tests")
+    assert not box.value and not any("passed" in getattr(d.value, "columns", []) for d in app.dataframe)
+    box.check().run()
+    assert not app.exception
+    shown = next(d.value for d in app.dataframe if "passed" in getattr(d.value, "columns", []))
+    tree = _tree(app)
+    assert len(shown) == len(tree)
+    expected = run_tests(tree.nodes[0].explanation.source)  # the tiny model's trunk: the checker's own verdict
+    assert bool(shown["passed"].iloc[0]) == expected.passed and shown["result"].iloc[0] == expected.result
+    assert any("Mean AsC-Eval from the fork on: passing" in c.value for c in app.caption)
+
+
+def test_humaneval_tests_are_not_offered_on_a_shared_server(app, monkeypatch):
+    monkeypatch.setattr("asc.humaneval_check._problems", lambda: (FAKE,))
+    monkeypatch.setenv("ASC_SHARED", "1")
+    app.slider(key="max_new").set_value(4).run()
+    app.text_area(key="code").set_value(PROMPT).run()
+    button(app, "Complete").click().run()
+    assert not app.exception
+    assert not [c for c in app.checkbox if c.key == "br_run_tests"]

