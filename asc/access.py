@@ -9,7 +9,14 @@ in ``ASC_ALLOWED_MODELS``, nothing typed (a path would load, or tell apart, serv
 model's remote code only with ``ASC_ALLOW_REMOTE_CODE=1``; and may read corpora only among the built-in
 ones or under ``ASC_DATA_ROOTS``. In local mode everything stays open (the user owns the machine).
 
-Passwords are compared in constant time (:func:`password_matches`) and tries are limited
+In local mode a visitor also presents the server's **access token** (:func:`server_token`), as Jupyter asks
+for its token even on localhost: loopback is reachable by every account of the machine, and local mode
+lets a visitor run a model's own code, read any file as a corpus and run HumanEval's test runner. The
+token is ``ASC_TOKEN`` when set, else a random one made once per server process (``make app`` prints the
+address with it); ``ASC_TOKEN=off`` is the one way to switch it off. A shared app asks for a token only
+when the admin sets ``ASC_TOKEN`` (its visitors are restricted anyway; ``ASC_PASSWORD`` keeps strangers out).
+
+Passwords and tokens are compared in constant time (:func:`password_matches`) and tries are limited
 (:class:`RateLimiter`). Nothing here imports Streamlit: ``ui.access`` feeds in the server address and
 the client's key.
 """
@@ -19,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import secrets
 import threading
 import time
 from collections import deque
@@ -31,7 +39,10 @@ from asc.corpus.sources import BUILTIN_CORPORA, check_corpus_spec
 from asc.errors import InputError
 from asc.models import embedded_names
 
-__all__ = ["AccessPolicy", "RateLimiter", "is_loopback", "password_matches"]
+__all__ = ["AccessPolicy", "RateLimiter", "is_loopback", "password_matches", "server_token"]
+
+_token_lock = threading.Lock()
+_made_token: list[str] = []  # the random token of this process, once made
 
 
 def is_loopback(address: str) -> bool:
@@ -53,6 +64,23 @@ def password_matches(given: str, expected: str) -> bool:
         return False
     digest = hashlib.sha256(given.encode("utf-8", "surrogatepass")).digest()
     return hmac.compare_digest(digest, hashlib.sha256(expected.encode("utf-8", "surrogatepass")).digest())
+
+
+def server_token(announce: Callable[[str], None] | None = None) -> str | None:
+    """This server's access token: ``$ASC_TOKEN`` when set; None when ``ASC_TOKEN=off``; else a random token
+    (``secrets.token_urlsafe(24)``, 192 bits) made on first use and kept for the life of the process.
+    ``announce`` is called with a token made here, once, so the server can print its address."""
+    setting = paths.access_token()
+    if setting == paths.TOKEN_OFF:
+        return None
+    if setting:
+        return setting
+    with _token_lock:
+        if not _made_token:
+            _made_token.append(secrets.token_urlsafe(24))
+            if announce is not None:
+                announce(_made_token[0])
+        return _made_token[0]
 
 
 class RateLimiter:
@@ -92,25 +120,31 @@ class RateLimiter:
 @dataclass(frozen=True)
 class AccessPolicy:
     """What visitors may use. ``allowed_models``: ids allowed besides the embedded models (None: none);
-    ``data_roots``: folders corpus paths must lie in (None: any folder locally, none when shared)."""
+    ``data_roots``: folders corpus paths must lie in (None: any folder locally, none when shared);
+    ``token``: the access token visitors must present (None: none asked)."""
 
     shared: bool
     allowed_models: tuple[str, ...] | None = None
     allow_remote_code: bool = False
     data_roots: tuple[Path, ...] | None = None
+    token: str | None = None
 
     @classmethod
-    def from_environment(cls, server_address: str, study_mode: bool) -> AccessPolicy:
+    def from_environment(cls, server_address: str, study_mode: bool,
+                         announce: Callable[[str], None] | None = None) -> AccessPolicy:
         """The policy of a server at ``server_address`` (``""``: every interface), with the admin's variables
-        (``ASC_SHARED``, ``ASC_ALLOWED_MODELS`` plus ``ASC_MODEL``, ``ASC_ALLOW_REMOTE_CODE``, ``ASC_DATA_ROOTS``)."""
+        (``ASC_SHARED``, ``ASC_ALLOWED_MODELS`` plus ``ASC_MODEL``, ``ASC_ALLOW_REMOTE_CODE``, ``ASC_DATA_ROOTS``,
+        ``ASC_TOKEN``). ``announce``: see :func:`server_token` (local mode makes a token on first use)."""
         override = paths.shared_override()
         shared = override if override is not None else (study_mode or not is_loopback(server_address))
         roots = paths.data_roots()
         models = paths.allowed_models()
         if paths.default_model() not in embedded_names():  # the admin's ASC_MODEL is allowed too
             models = tuple(dict.fromkeys([*models, paths.default_model()]))
+        explicit = paths.access_token() not in ("", paths.TOKEN_OFF)
+        token = server_token(announce) if (explicit or not shared) else None
         return cls(shared=shared, allowed_models=models or None, allow_remote_code=paths.allow_remote_code(),
-                   data_roots=None if roots is None else tuple(roots))
+                   data_roots=None if roots is None else tuple(roots), token=token)
 
     def model_choices(self, names: list[str]) -> list[str]:
         """``names`` (embedded models) followed by the admin's allowed ids (shared mode), without repeats."""

@@ -19,6 +19,7 @@ that sets a variable before use is honoured.
 | ``ASC_ALLOWED_MODELS`` | comma-separated model ids a shared app offers besides the embedded ones | none |
 | ``ASC_ALLOW_REMOTE_CODE`` | ``1``: a shared app offers "Trust remote code" | off |
 | ``ASC_PASSWORD`` | a password every visitor types before the app shows anything | not set: no gate |
+| ``ASC_TOKEN`` | the access token a visitor presents (``?token=``); ``off``: none | local mode: a random one per start |
 | ``ASC_RAY_ADDRESS`` | the Ray cluster ``python -m asc eval --engine ray`` joins (``auto``, ``ray://host:10001``) | not set: a local Ray |
 
 Relative folders are taken relative to the app's folder (``APP_ROOT``), not to the working
@@ -33,7 +34,7 @@ from pathlib import Path
 __all__ = [
     "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "blanca_dir",
     "cache_dir", "data_roots", "default_model", "gluecode_dir", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
-    "allow_remote_code", "allowed_models", "app_password", "quiet_libraries", "ray_address", "shared_override",
+    "access_token", "allow_remote_code", "child_environment", "allowed_models", "app_password", "quiet_libraries", "ray_address", "shared_override",
 ]
 
 APP_ROOT = Path(__file__).resolve().parent.parent
@@ -154,6 +155,22 @@ def allow_remote_code() -> bool:
 def app_password() -> str:
     """The password of the whole app from ``$ASC_PASSWORD`` ("" = no password gate)."""
     return os.environ.get("ASC_PASSWORD", "")
+
+
+TOKEN_OFF = "off"  # ASC_TOKEN=off: no access token (an explicit choice; see asc.access.server_token)
+
+
+def access_token() -> str:
+    """``$ASC_TOKEN``: the access token visitors present (``?token=...`` or the token box); ``"off"``
+    (:data:`TOKEN_OFF`, any case) switches the token off; ``""`` when unset (a local app then makes a random
+    one: :func:`asc.access.server_token`)."""
+    value = _env("ASC_TOKEN")
+    return TOKEN_OFF if value.lower() == TOKEN_OFF else value
+
+
+def child_environment(**values: str) -> dict[str, str]:
+    """This process's environment with ``values`` set, for a child process (e.g. the launcher's server)."""
+    return {**os.environ, **values}
 
 
 def quiet_libraries() -> None:

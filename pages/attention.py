@@ -17,7 +17,9 @@ from asc.viz import figure_html
 from probes.codesyntax.attention import attention_job, attention_runs, relation_table
 from probes.codesyntax.heads import METRICS
 from probes.figures import attention_map, edge_example_html, head_heatmap
-from ui import access, cache, guards, jobs, widgets
+from ui import access, cache, gate, guards, jobs, widgets
+
+gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
 st.title("Attention maps")
 st.caption("Do attention heads follow the syntax of code better than trivial baselines? (CodeSyntax, Shen et al.) "

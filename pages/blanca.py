@@ -24,7 +24,9 @@ from probes.blanca.evaluate import blanca_table
 from probes.blanca.figures import distance_distributions, ranked_answers_figure, regression_plot, summary_bars
 from probes.blanca.items import BLANCA_TASK_TITLES, BLANCA_TASKS
 from probes.blanca.runs import blanca_job, target_kinds
-from ui import cache, guards, jobs, widgets
+from ui import cache, gate, guards, jobs, widgets
+
+gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

@@ -12,8 +12,10 @@ from asc.causal import CONFOUNDERS, REFUTE_SAMPLE
 from asc.corpus.jobs import JobKind
 from asc.export import csv_text
 from asc.viz import causal_graph_figure, figure_html, treatment_scatter
-from ui import cache, guards, jobs
+from ui import cache, gate, guards, jobs
 from ui.widgets import plain
+
+gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
 st.title("Causal effects")
 st.caption("Per concept: Pearson r with the confounders and the loss, and the average treatment effect "

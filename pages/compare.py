@@ -17,7 +17,9 @@ from asc import paths as asc_paths
 from asc.explain import compare_snippet
 from asc.export import csv_text
 from asc.viz import figure_html, tree_figure
-from ui import cache, guards, widgets
+from ui import cache, gate, guards, widgets
+
+gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
 settings: widgets.Settings = st.session_state.get("settings") or widgets.default_settings()
 st.title("Compare models on one snippet")

@@ -22,7 +22,9 @@ from asc.export import csv_text
 from asc.viz import category_bars, concept_treemap, difference_bars, figure_html, styled_table, value_distribution
 from asc.viz.forks import fork_bars
 from asc.viz.layers import depth_curves, layer_heatmap
-from ui import access, cache, guards, jobs, widgets
+from ui import access, cache, gate, guards, jobs, widgets
+
+gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
 
 def _layer_categories(table: pd.DataFrame) -> list[str]:

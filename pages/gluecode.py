@@ -19,7 +19,9 @@ from probes.gluecode.figures import CONTEXT_LABELS, candidates_figure, confusion
 from probes.gluecode.items import CONTEXTS, NO_WARNING, TASK_SUMMARY, TASKS
 from probes.gluecode.runs import gluecode_job, table2
 from probes.gluecode.zeroshot import accuracy_table, baselines, predictions_frame
-from ui import cache, guards, jobs, widgets
+from ui import cache, gate, guards, jobs, widgets
+
+gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
 NULL_CAVEAT = ("NullToken labels mean *the type checker (mypy) warns here*, not proven bugs: mypy follows declared "
                "types, not execution paths.")

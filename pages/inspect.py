@@ -15,7 +15,9 @@ import streamlit as st
 from asc import AscError
 from asc.export import csv_text
 from asc.viz import category_figure, figure_html, sequence_html, standalone_html, tree_figure
-from ui import branches_view, cache, depth_view, guards, widgets
+from ui import branches_view, cache, depth_view, gate, guards, widgets
+
+gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
 settings: widgets.Settings = st.session_state.get("settings") or widgets.default_settings()
 st.title("Completion inspector")

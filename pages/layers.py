@@ -19,7 +19,9 @@ from probes.catalog import LAYER_TASK_INFO, LAYER_TASKS, layer_job
 from probes.figures import best_layer_heatmap, confusion_figure, layer_curves, layer_heatmap, normalized_heatmap
 from probes.inspect.layers import best_layer_table, normalized_table, results_table
 from probes.inspect.taskfile import MAX_TASK_FILE_BYTES, store_upload
-from ui import access, cache, guards, jobs, widgets
+from ui import access, cache, gate, guards, jobs, widgets
+
+gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
 st.title("Layer heatmaps")
 st.caption("Which layers linearly encode which properties of code (INSPECT, Karmakar and Robbes). One forward "

@@ -12,8 +12,10 @@ import streamlit as st
 from asc import AscError
 from asc.study.frozen import frozen_explanation
 from asc.viz import sequence_html, tree_figure
+from ui import gate, widgets
 from ui import study as ui_study
-from ui import widgets
+
+gate.enter(study=True)  # first: the password, the token, the study's pages (ui.gate)
 
 try:
     definition, frozen, store = ui_study.study()

@@ -15,8 +15,10 @@ from asc.export import csv_text
 from asc.study import agreement_table, rating_counts
 from asc.study.figure import rating_bars
 from asc.viz import figure_html
-from ui import access, cache
+from ui import access, cache, gate
 from ui import study as ui_study
+
+gate.enter(study=True)  # first: the password, the token, the study's pages (ui.gate)
 
 st.title("Study results")
 password = ui_study.password()

@@ -101,8 +101,10 @@ def _no_swallowed_real_load(request):
 @pytest.fixture(autouse=True)
 def _local_mode(monkeypatch):
     """Tests run the app in local mode (free-text models and paths): AppTest has no server address, which the
-    app reads as shared. tests/attacks/test_shared_mode.py sets ``ASC_SHARED=1`` where it tests shared mode."""
+    app reads as shared. tests/attacks/test_shared_mode.py sets ``ASC_SHARED=1`` where it tests shared mode.
+    Local mode asks for an access token: off here (``ASC_TOKEN=off``); tests/attacks/test_gate.py tests it."""
     monkeypatch.setenv("ASC_SHARED", "0")
+    monkeypatch.setenv("ASC_TOKEN", "off")
 
 
 # ------------------------------------------------------------------------------------------ models and runs

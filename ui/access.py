@@ -2,7 +2,7 @@
 
 * :func:`policy`: shared or local mode from ``server.address`` and study mode (see :mod:`asc.access`);
 * :func:`tab_token`: a random token per browser tab (session), e.g. the owner of the jobs a tab started;
-* :func:`password_gate`: a password box whose tries are limited per client (:data:`PER_CLIENT`) and for the
+* :func:`password_gate`: a password (or token) box whose tries are limited per client (:data:`PER_CLIENT`) and for the
   whole app (:data:`OVERALL`), compared in constant time. The client is ``st.context.ip_address`` when
   Streamlit knows it, else the tab's token (a new tab gets new tries, but never past the overall cap).
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -21,9 +22,10 @@ PER_CLIENT = (5, 60.0)  # tries per client per minute
 OVERALL = (30, 60.0)  # tries per minute for everybody together (new tabs cannot multiply the tries)
 
 
-def policy() -> AccessPolicy:
-    """What visitors of this server may use (the address Streamlit serves on, study mode, the ASC_* variables)."""
-    return AccessPolicy.from_environment(str(st.get_option("server.address") or ""), study_mode())
+def policy(announce: Callable[[str], None] | None = None) -> AccessPolicy:
+    """What visitors of this server may use (the address Streamlit serves on, study mode, the ASC_* variables).
+    ``announce``: called once with the access token when this process makes one (:func:`asc.access.server_token`)."""
+    return AccessPolicy.from_environment(str(st.get_option("server.address") or ""), study_mode(), announce)
 
 
 def tab_token() -> str:
@@ -52,36 +54,49 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def password_gate(expected: str, scope: str, label: str, key: str) -> bool:
-    """A password box (widget key ``key``); True once this tab typed ``expected`` (the box is then gone).
+def passed(expected: str, key: str) -> bool:
+    """Whether this tab already got past the box ``key`` with ``expected`` (no widget drawn)."""
+    return bool(expected) and st.session_state.get(f"{key}_ok") == _digest(expected)
 
-    Each new value typed is one try: over :data:`PER_CLIENT` or :data:`OVERALL` tries the box answers
-    "too many tries" without comparing; reruns with the same value count once.
-    """
-    if st.session_state.get(f"{key}_ok") == _digest(expected):
-        return True
-    box = st.empty()
-    typed = box.text_input(label, type="password", key=key)
-    if not typed:
-        return False
+
+def _verdict(typed: str, expected: str, scope: str, key: str) -> str:
+    """``"ok"``, ``"wrong"`` or ``"limited"`` for ``typed``: each new value is one try of :data:`PER_CLIENT` and
+    :data:`OVERALL` (over them, nothing is compared); a rerun with the same value is not a new try."""
     seen = st.session_state.get(f"{key}_tried")
     if seen is None or seen[0] != _digest(typed) or seen[1] == "limited":
         per_client, overall = limiters(scope)
-        client = client_key()
-        if not per_client.allow(client) or not overall.allow("*"):
+        if not per_client.allow(client_key()) or not overall.allow("*"):
             seen = (_digest(typed), "limited")
         else:
             seen = (_digest(typed), "ok" if password_matches(typed, expected) else "wrong")
         st.session_state[f"{key}_tried"] = seen
-    if seen[1] == "ok":
+    return str(seen[1])
+
+
+def password_gate(expected: str, scope: str, label: str, key: str, offered: str = "",
+                  wrong: str = "Wrong password.", help: str | None = None) -> bool:
+    """A password box (widget key ``key``); True once this tab typed ``expected`` (the box is then gone).
+
+    ``offered``: a value that came another way (the ``?token=`` of the address), tried when the box is empty.
+    Each new value is one try: over :data:`PER_CLIENT` or :data:`OVERALL` tries the box answers "too many tries"
+    without comparing; reruns with the same value count once. ``wrong``: the line shown for a wrong value.
+    """
+    if passed(expected, key):
+        return True
+    box = st.empty()
+    typed = box.text_input(label, type="password", key=key, help=help) or offered
+    if not typed:
+        return False
+    verdict = _verdict(typed, expected, scope, key)
+    if verdict == "ok":
         st.session_state[f"{key}_ok"] = _digest(expected)
         st.session_state.pop(f"{key}_tried", None)
         box.empty()
         return True
-    if seen[1] == "limited":
+    if verdict == "limited":
         per_client, overall = limiters(scope)
         wait = max(1, round(max(per_client.retry_after(client_key()), overall.retry_after("*"))))
         st.error(f"Too many tries: wait {wait} s and try again.")
     else:
-        st.error("Wrong password.")
+        st.error(wrong)
     return False

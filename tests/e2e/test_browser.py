@@ -15,51 +15,24 @@ import csv
 import io
 import os
 import re
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.browser import OUT, chromium, free_port, has_chromium, start_app, stop, streamlit_command
 
-CHROMIUM = "/usr/bin/chromium"
-OUT = ROOT / "test-output"
 pytestmark = [pytest.mark.real, pytest.mark.browser, pytest.mark.slow,
-              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test does)")]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+              pytest.mark.skipif(not has_chromium(), reason="Debian chromium not installed (make test does)")]
 
 
 def _serve(env: dict, log_name: str):
-    """Start the app with ``env``; yields its URL, stops it afterwards."""
-    port = _free_port()
-    OUT.mkdir(exist_ok=True)
-    log = open(OUT / log_name, "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(url + "/_stcore/health", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    """Start the app with ``env`` (no access token: tests/attacks/test_gate.py tests it); yields its URL, stops it
+    afterwards."""
+    port = free_port()
+    proc = start_app(streamlit_command(port), {**env, "ASC_TOKEN": "off"}, log_name, port)
+    yield f"http://127.0.0.1:{port}"
+    stop(proc)
 
 
 @pytest.fixture(scope="module")
@@ -135,15 +108,8 @@ def _charts(page, n: int) -> None:
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    OUT.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
+    with chromium() as b:
         yield b
-        b.close()
 
 
 def test_inspector_in_chromium(server, browser):

@@ -1,0 +1,126 @@
+"""The gate in chromium, on fresh servers, for anonymous visitors of every legacy and current address.
+
+Issue 28, hole 1: from a fresh start, until someone logged in at ``/``, Streamlit's legacy ``pages/`` route
+served ``/global_eval`` (and every page file by its name) without ``app.py``'s password gate: the runs were
+listed and *Start* wrote a run folder. Hole 2: on loopback every account of the machine was trusted.
+
+Each test starts its own server and visits the legacy addresses first, while nobody has got past the gate
+(so Streamlit is still in its legacy routing), then the current ones. Every visit is a new browser context
+(a new session, no cookies). The visitor must see the password (or token) box and nothing of the app.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.browser import OUT, chromium, free_port, has_chromium, start_app, stop, streamlit_command
+from tests.helpers import ROOT
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(not has_chromium(), reason="Debian chromium not installed (make test does)")]
+
+LEGACY = sorted("/" + p.stem for p in (ROOT / "pages").glob("*.py"))  # /attention, ..., /study_admin
+CURRENT = ["/", "/home", "/inspector", "/compare-models", "/global-asc-eval", "/causal-effects", "/layer-heatmaps",
+           "/attention-maps", "/benchmark-tasks", "/text-about-code", "/user-study", "/study-results"]
+TIMEOUT = 90_000  # ms: a loaded 2-core machine
+
+
+def _env(tmp_path, **extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASC_")}
+    return {**env, "HF_HUB_OFFLINE": "1", "ASC_MODEL": "tiny-random", "ASC_RUNS_DIR": str(tmp_path / "runs"), **extra}
+
+
+def _visit(browser, url: str, box: str):
+    """A new session on ``url``: waits for the ``box`` input (the gate), then for the script to finish."""
+    from playwright.sync_api import expect
+
+    page = browser.new_context().new_page()
+    page.goto(url)
+    expect(page.get_by_label(box, exact=True)).to_be_visible(timeout=TIMEOUT)
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=TIMEOUT)
+    return page
+
+
+def _shows_nothing_of_the_app(page, url: str) -> None:
+    from playwright.sync_api import expect
+
+    expect(page.locator("h1"), url).to_have_count(0)
+    expect(page.locator("[data-testid='stButton']"), url).to_have_count(0)  # no Start, no Explain
+    expect(page.locator("[data-testid='stSidebarNav']"), url).to_have_count(0)  # not even the pages' names
+    expect(page.locator("[data-testid='stException']"), url).to_have_count(0)
+
+
+def test_every_address_of_a_fresh_password_server_asks_for_the_password(tmp_path):
+    """The issue's reproduction: ``ASC_SHARED=1 ASC_PASSWORD=pw streamlit run app.py`` on 127.0.0.1."""
+    port = free_port()
+    proc = start_app(streamlit_command(port), _env(tmp_path, ASC_SHARED="1", ASC_PASSWORD="pw",
+                                                   ASC_STUDY_PASSWORD="researcher"), "gate-password.log", port)
+    try:
+        with chromium() as browser:
+            for path in LEGACY + CURRENT:
+                page = _visit(browser, f"http://127.0.0.1:{port}{path}", "Password")
+                _shows_nothing_of_the_app(page, path)
+                page.context.close()
+            page = _visit(browser, f"http://127.0.0.1:{port}/", "Password")
+            page.get_by_label("Password", exact=True).fill("pw")
+            page.keyboard.press("Enter")
+            from playwright.sync_api import expect
+
+            expect(page.locator("h1", has_text="Completion inspector")).to_be_visible(timeout=TIMEOUT)
+            page.screenshot(path=str(OUT / "gate-password-open.png"))
+            for path in ("/global_eval", "/global-asc-eval"):  # after a login: still asked, in a new session
+                other = _visit(browser, f"http://127.0.0.1:{port}{path}", "Password")
+                _shows_nothing_of_the_app(other, path)
+    finally:
+        stop(proc)
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir()), "nothing ran"
+
+
+def _printed_url(log, timeout: float = 120.0) -> str:
+    """The address ``make app``'s launcher prints once the server answers."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(r"AsC Studio \(local mode\): (http://\S+)", log.read_text())
+        if found:
+            return found.group(1)
+        time.sleep(0.3)
+    raise AssertionError(f"no address printed: see {log}")
+
+
+def test_a_local_app_asks_every_visitor_for_the_token_make_app_prints(tmp_path):
+    """``make app``: the launcher makes a random token, passes it in the environment (not in ``ps``), prints
+    the address with it; every address asks a visitor without it for the token."""
+    from playwright.sync_api import expect
+
+    port = free_port()
+    command = [sys.executable, "-m", "ui.serve", *streamlit_command(port)[4:]]  # make app's command
+    proc = start_app(command, _env(tmp_path), "gate-token.log", port)
+    try:
+        url = _printed_url(OUT / "gate-token.log")
+        token = url.split("?token=", 1)[1]
+        assert url.startswith(f"http://127.0.0.1:{port}/?token=") and len(token) >= 32
+        processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        assert token not in processes, "the token is never on a command line"
+        with chromium() as browser:
+            for path in LEGACY + CURRENT:
+                page = _visit(browser, f"http://127.0.0.1:{port}{path}", "Access token")
+                _shows_nothing_of_the_app(page, path)
+                expect(page.get_by_text("Trust remote code")).to_have_count(0)
+                page.context.close()
+            page = browser.new_context().new_page()
+            page.goto(url)
+            expect(page.locator("h1", has_text="Completion inspector")).to_be_visible(timeout=TIMEOUT)
+            expect(page.get_by_text("Trust remote code")).to_be_visible(timeout=TIMEOUT)  # local mode's privileges
+            page.screenshot(path=str(OUT / "gate-token-open.png"))
+            wrong = browser.new_context().new_page()
+            wrong.goto(f"http://127.0.0.1:{port}/global_eval?token=not-the-token")
+            expect(wrong.get_by_text("Wrong access token")).to_be_visible(timeout=TIMEOUT)
+            _shows_nothing_of_the_app(wrong, "/global_eval?token=wrong")
+    finally:
+        stop(proc)

@@ -1,0 +1,97 @@
+"""The one guard every route runs first: :func:`enter`, called by ``app.py`` and as the first statement of
+every file in ``pages/``.
+
+Why the pages call it too, and not only the router: Streamlit still serves a ``pages/`` folder by its
+file names (``/global_eval``, ``/study_admin``) with its legacy router, which runs the page file *without*
+``app.py``, until some script run calls ``st.navigation``. On a fresh server that was every request
+until someone got past the router's gate. So no page trusts the router: each one checks access itself,
+through this module, before it draws or reads anything.
+
+What :func:`enter` does, in order (each step stops the script until it is satisfied):
+
+0. under the legacy routing (a fresh server that has not run ``st.navigation`` yet), replace its sidebar list
+   of page files by a hidden navigation: this ends the legacy routing for every session, and an anonymous
+   visitor does not even see the pages' names. A page reached that way then only links to ``/``.
+1. ``ASC_PASSWORD`` when set: the app's password (rate-limited, constant time: :mod:`ui.access`);
+2. the server's access token when the policy asks for one (local mode unless ``ASC_TOKEN=off``, or an
+   admin's explicit ``ASC_TOKEN``): from the address (``?token=...``, as ``make app`` prints it) or typed
+   into a box; counted and compared like the password;
+3. in study mode, only the study pages (``study=True``): participants never reach the others, whatever the
+   route.
+
+A tab that got past a box is remembered in its session state (a digest of the secret, so a new token or
+password after a restart asks again). The address keeps its ``?token=``, so a reload of that address
+works; a new tab without it asks again (Streamlit has no server-set cookie to remember a browser by).
+"""
+
+from __future__ import annotations
+
+import sys
+from urllib.parse import urlencode
+
+import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
+
+from asc.paths import APP_ROOT, app_password, study_mode
+from ui import access
+
+TOKEN_KEY = "app_token"  # the token box's widget key
+PASSWORD_KEY = "app_pw"  # the app password box's widget key
+
+
+def _announce(token: str) -> None:
+    """Print the address with a token this process made (``streamlit run app.py`` without ``make app``)."""
+    address = str(st.get_option("server.address") or "localhost")
+    print(f"AsC Studio's access token (ASC_TOKEN=off switches it off): "
+          f"http://{address}:{st.get_option('server.port')}/?token={token}", file=sys.stderr, flush=True)
+
+
+def required_token() -> str | None:
+    """The token this server asks for (None: none), made and printed on first use when nobody set one."""
+    return access.policy(announce=_announce).token
+
+
+def admitted() -> bool:
+    """Whether this tab may see the app: past the password and the token it needs (draws nothing)."""
+    password, token = app_password(), required_token()
+    return ((not password or access.passed(password, PASSWORD_KEY))
+            and (token is None or access.passed(token, TOKEN_KEY)))
+
+
+def _token_box(token: str) -> bool:
+    offered = st.query_params.get("token", "")
+    if not offered:
+        st.info("This AsC Studio asks for its access token, as Jupyter does: open the address printed where the "
+                "app was started (it ends in `?token=...`), or paste the token below.")
+    return access.password_gate(token, "token", "Access token", TOKEN_KEY, offered=str(offered),
+                                wrong="Wrong access token: copy it again from the address the app printed at start.",
+                                help="Printed by `make app`; set your own with ASC_TOKEN, or switch it off with "
+                                     "ASC_TOKEN=off (then every account on this machine can use the app).")
+
+
+def legacy_routing() -> bool:
+    """Whether Streamlit still routes by the ``pages/`` folder's file names (true until a run calls
+    ``st.navigation``; Streamlit 1.67 keeps this in ``PagesManager.uses_pages_directory``)."""
+    return bool(getattr(PagesManager, "uses_pages_directory", False))
+
+
+def enter(study: bool = False, router: bool = False) -> None:
+    """Stop this script run unless the visitor may see what follows: the password, the token, and in study mode
+    only the study pages (``study``: the calling page is one). ``router``: the caller is ``app.py``, which routes
+    itself; a page reached by the legacy routing only links to the app. Call it before anything else is drawn."""
+    legacy = legacy_routing()
+    if legacy:  # a hidden navigation of the app alone: ends the legacy routing, hides its list of page files
+        st.navigation([st.Page(str(APP_ROOT / "app.py"), title="AsC Studio", default=True)], position="hidden")
+    password = app_password()
+    if password and not access.password_gate(password, "app", "Password", key=PASSWORD_KEY):
+        st.stop()  # nothing of the app (not even its pages' names) before the right password
+    token = required_token()
+    if token is not None and not _token_box(token):
+        st.stop()
+    if study_mode() and not study:
+        st.info("This server runs a user study: open its start page, `/`.")
+        st.stop()
+    if legacy and not router:
+        query = urlencode(st.query_params.to_dict())
+        st.info(f"This address is from an older AsC Studio: [open the app](/{'?' + query if query else ''}).")
+        st.stop()

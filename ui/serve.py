@@ -1,0 +1,92 @@
+"""``make app``'s launcher: starts ``streamlit run app.py`` and prints the address to open, with its token.
+
+``python -m ui.serve [streamlit options]`` passes every option on to ``streamlit run app.py`` (``make app``
+gives ``--server.address``, ``--server.port`` and ``--server.headless``). Before it starts Streamlit it
+decides, with the app's own rule (:meth:`asc.access.AccessPolicy.from_environment`), whether the app will
+ask for an access token. When it will and ``ASC_TOKEN`` is unset, it makes a random token and hands it to
+the server in the environment (never on the command line, which every account can read in ``ps``). Once
+the server answers its health check, it prints one line, as ``jupyter lab`` does::
+
+    AsC Studio (local mode): http://127.0.0.1:8501/?token=Zp3...
+
+Streamlit's own "You can now view your Streamlit app" line has no token: open the line printed after it.
+The launcher stays in the foreground and ends with the server (Ctrl-C stops both).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Sequence
+from types import FrameType
+
+from asc.access import AccessPolicy, is_loopback
+from asc.paths import APP_ROOT, child_environment, study_mode
+
+__all__ = ["app_url", "main"]
+
+START_TIMEOUT = 180.0  # seconds to wait for the server's health check before giving up on printing
+
+
+def _option(args: Sequence[str], name: str, default: str) -> str:
+    """The value of a Streamlit option given as ``--name value`` or ``--name=value`` (the last one wins)."""
+    value = default
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def app_url(address: str, port: str, token: str | None) -> str:
+    """The address to open: ``localhost`` for every-interface addresses, ``?token=`` when one is asked for."""
+    host = "localhost" if address in ("", "0.0.0.0", "::") else address
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{port}/" + (f"?token={token}" if token else "")
+
+
+def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float) -> bool:
+    """True once ``url`` answers; False when the server exited or ``timeout`` passed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return True
+        except OSError:
+            time.sleep(0.3)
+    return False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Start the app with ``argv`` as Streamlit options; print its address once it answers; return its exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    address = _option(args, "--server.address", "")
+    port = _option(args, "--server.port", "8501")
+    policy = AccessPolicy.from_environment(address, study_mode())
+    # the same token in the server (made here, printed below), in its environment and never on its command line
+    env = child_environment(**({"ASC_TOKEN": policy.token} if policy.token is not None else {}))
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(APP_ROOT / "app.py"), *args], env=env)
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        proc.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    probe = "127.0.0.1" if address in ("", "0.0.0.0") else ("::1" if address == "::" else address)
+    try:
+        if _wait_healthy(proc, app_url(probe, port, None) + "_stcore/health", START_TIMEOUT):
+            mode = "shared mode: see README, 'Sharing the app'" if policy.shared else "local mode"
+            print(f"\n  AsC Studio ({mode}): {app_url(address, port, policy.token)}\n", flush=True)
+            if not policy.shared and not is_loopback(address):
+                print("  ASC_SHARED=0 on a network address: everybody who has the token can use every feature.",
+                      flush=True)
+        return proc.wait()
+    except KeyboardInterrupt:  # Ctrl-C reaches both processes: let Streamlit finish
+        return proc.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
