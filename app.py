@@ -14,6 +14,7 @@ from asc import paths as asc_paths
 from ui import access, widgets
 
 st.set_page_config(page_title="AsC Studio", page_icon=":material/account_tree:", layout="wide")
+access.protect_files()  # shared: files 0600, folders 0700 (before any page can start a job)
 widgets.style()
 if asc_paths.app_password() and not access.password_gate(asc_paths.app_password(), "app", "Password", key="app_pw"):
     st.stop()  # ASC_PASSWORD: nothing of the app (not even its pages' names) before the right password

@@ -101,8 +101,13 @@ def _no_swallowed_real_load(request):
 @pytest.fixture(autouse=True)
 def _local_mode(monkeypatch):
     """Tests run the app in local mode (free-text models and paths): AppTest has no server address, which the
-    app reads as shared. tests/attacks/test_shared_mode.py sets ``ASC_SHARED=1`` where it tests shared mode."""
+    app reads as shared. tests/attacks/test_shared_mode.py sets ``ASC_SHARED=1`` where it tests shared mode.
+    A shared app run turns private writes on for the process (umask 077): they are turned off after each test."""
+    from asc.atomic import private_writes
+
     monkeypatch.setenv("ASC_SHARED", "0")
+    yield
+    private_writes(False)
 
 
 # ------------------------------------------------------------------------------------------ models and runs
