@@ -102,9 +102,14 @@ def _no_swallowed_real_load(request):
 def _local_mode(monkeypatch):
     """Tests run the app in local mode (free-text models and paths): AppTest has no server address, which the
     app reads as shared. tests/attacks/test_shared_mode.py sets ``ASC_SHARED=1`` where it tests shared mode.
-    Local mode asks for an access token: off here (``ASC_TOKEN=off``); tests/attacks/test_gate.py tests it."""
+    Local mode asks for an access token: off here (``ASC_TOKEN=off``); tests/attacks/test_gate.py tests it.
+    A shared app run turns private writes on for the process (umask 077): they are turned off after each test."""
+    from asc.atomic import private_writes
+
     monkeypatch.setenv("ASC_SHARED", "0")
     monkeypatch.setenv("ASC_TOKEN", "off")
+    yield
+    private_writes(False)
 
 
 # ------------------------------------------------------------------------------------------ models and runs

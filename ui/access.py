@@ -1,6 +1,7 @@
 """The Streamlit side of :mod:`asc.access`: this server's policy, the browser tab's token, the password box.
 
 * :func:`policy`: shared or local mode from ``server.address`` and study mode (see :mod:`asc.access`);
+* :func:`protect_files`: a shared server writes its files ``0600`` and folders ``0700`` (:mod:`asc.atomic`);
 * :func:`tab_token`: a random token per browser tab (session), e.g. the owner of the jobs a tab started;
 * :func:`password_gate`: a password (or token) box whose tries are limited per client (:data:`PER_CLIENT`) and for the
   whole app (:data:`OVERALL`), compared in constant time. The client is ``st.context.ip_address`` when
@@ -16,6 +17,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from asc.access import AccessPolicy, RateLimiter, password_matches
+from asc.atomic import private_writes
 from asc.paths import study_mode
 
 PER_CLIENT = (5, 60.0)  # tries per client per minute
@@ -26,6 +28,13 @@ def policy(announce: Callable[[str], None] | None = None) -> AccessPolicy:
     """What visitors of this server may use (the address Streamlit serves on, study mode, the ASC_* variables).
     ``announce``: called once with the access token when this process makes one (:func:`asc.access.server_token`)."""
     return AccessPolicy.from_environment(str(st.get_option("server.address") or ""), study_mode(), announce)
+
+
+def protect_files() -> None:
+    """Shared mode: everything this server process writes from now on (run folders, the study's database) is
+    readable by its own account only (:func:`asc.atomic.private_writes`); local mode keeps the user's umask. The
+    gate (:func:`ui.gate.enter`) calls it first, on every run of every route, before any page can start a job."""
+    private_writes(policy().shared)
 
 
 def tab_token() -> str:

@@ -9,9 +9,11 @@ through this module, before it draws or reads anything.
 
 What :func:`enter` does, in order (each step stops the script until it is satisfied):
 
-0. under the legacy routing (a fresh server that has not run ``st.navigation`` yet), replace its sidebar list
-   of page files by a hidden navigation: this ends the legacy routing for every session, and an anonymous
-   visitor does not even see the pages' names. A page reached that way then only links to ``/``.
+0. in shared mode, private writes for this process (files 0600, folders 0700: :func:`ui.access.protect_files`),
+   before any page can start a job. Under the legacy routing (a fresh server that has not run
+   ``st.navigation`` yet), replace its sidebar list of page files by a hidden navigation: this ends the
+   legacy routing for every session, and an anonymous visitor does not even see the pages' names. A page
+   reached that way then only links to ``/``.
 1. ``ASC_PASSWORD`` when set: the app's password (rate-limited, constant time: :mod:`ui.access`);
 2. the server's access token when the policy asks for one (local mode unless ``ASC_TOKEN=off``, or an
    admin's explicit ``ASC_TOKEN``): from the address (``?token=...``, as ``make app`` prints it) or typed
@@ -79,6 +81,7 @@ def enter(study: bool = False, router: bool = False) -> None:
     """Stop this script run unless the visitor may see what follows: the password, the token, and in study mode
     only the study pages (``study``: the calling page is one). ``router``: the caller is ``app.py``, which routes
     itself; a page reached by the legacy routing only links to the app. Call it before anything else is drawn."""
+    access.protect_files()
     legacy = legacy_routing()
     if legacy:  # a hidden navigation of the app alone: ends the legacy routing, hides its list of page files
         st.navigation([st.Page(str(APP_ROOT / "app.py"), title="AsC Studio", default=True)], position="hidden")

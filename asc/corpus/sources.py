@@ -22,7 +22,11 @@ Specs that would read far more than a corpus are refused with a :class:`asc.erro
 the fix (:func:`check_corpus_spec`): an empty spec (it used to mean the working directory), the
 filesystem root, the home folder itself, and a folder with more than :data:`MAX_FILES` source files.
 Given ``roots`` (the app passes :func:`asc.paths.data_roots`), a folder or file must lie inside one of
-them once symlinks are resolved; links inside a folder that point outside are skipped. ``.jsonl`` lines
+them once symlinks are resolved; links inside a folder that point outside are skipped. That is checked twice:
+on the path first (a clear message), then on what was opened, and read from that same descriptor
+(:mod:`asc.confined`), so a file swapped for a link to the outside after the first check is refused too.
+Only regular files are read: a source file over :data:`MAX_FILE_BYTES` is skipped with a warning, a ``.jsonl``
+over :data:`MAX_JSONL_BYTES` refused. ``.jsonl`` lines
 that are not JSON objects with a ``code`` string, hold lone surrogates (``"\\ud800"``, which no UTF-8
 file can store) or name an unknown language are skipped with a warning; a file with no usable line is refused.
 """
@@ -34,17 +38,20 @@ import importlib.util
 import json
 import logging
 import os
+import stat
 import sysconfig
 import textwrap
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
+from asc import confined
 from asc.errors import CorpusError
 from asc.syntax import LANGUAGES, get_parser
 
 __all__ = ["Snippet", "BUILTIN_CORPORA", "load_corpus", "check_corpus_spec", "extract_functions", "DEFAULT_MIN_LINES",
-           "DEFAULT_MAX_LINES", "MAX_FILES"]
+           "DEFAULT_MAX_LINES", "MAX_FILES", "MAX_FILE_BYTES", "MAX_JSONL_BYTES"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +59,8 @@ BUILTIN_CORPORA = ("humaneval", "algorithms", "stdlib")
 DEFAULT_MIN_LINES = 5
 DEFAULT_MAX_LINES = 60
 MAX_FILES = 50_000  # source files read from one folder at most (CPython's stdlib has ~2,000)
+MAX_FILE_BYTES = 16 * 2**20  # one .py/.java file at most (the stdlib's largest is under 1 MiB); larger: skipped
+MAX_JSONL_BYTES = 512 * 2**20  # one .jsonl corpus at most; larger: refused
 _EXTENSIONS = {".py": "python", ".java": "java"}
 _FUNCTION_TYPES = {"python": ("function_definition",), "java": ("method_declaration", "constructor_declaration")}
 _SKIP_DIRS = {"test", "tests", "site-packages", "dist-packages", "idlelib", "turtledemo", "__pycache__", "lib2to3"}
@@ -104,46 +113,46 @@ def extract_functions(source: str, language: str = "python", origin: str = "",
     return out
 
 
-def _read_text(path: Path) -> str | None:
+def _decode(data: bytes, shown: str | Path) -> str | None:
     try:
-        return path.read_bytes().decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        log.warning("skipping %s: not valid UTF-8 (%s)", path, err.reason)
-    except OSError as err:
-        log.warning("skipping %s: %s", path, err)
+        log.warning("skipping %s: not valid UTF-8 (%s)", shown, err.reason)
     return None
 
 
-def _inside(path: Path, roots: Sequence[Path]) -> bool:
-    return any(path == root or root in path.parents for root in roots)
+def _keep_dir(name: str) -> bool:
+    return name not in _SKIP_DIRS and not name.startswith(".")
 
 
-def _files(root: Path, roots: Sequence[Path] | None = None) -> Iterator[Path]:
-    """Source files below ``root`` (sorted), at most :data:`MAX_FILES`; with ``roots``, links leading out are skipped."""
+def _files(top_fd: int, top: Path, roots: Sequence[Path] | None = None) -> Iterator[tuple[str, bytes]]:
+    """(path relative to the folder, bytes) of the source files below the folder opened as ``top_fd`` (sorted), at
+    most :data:`MAX_FILES`; with ``roots``, files whose opened descriptor lies outside them are skipped."""
     n = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            if Path(name).suffix not in _EXTENSIONS:
-                continue
-            path = Path(dirpath) / name
-            if roots is not None and not _inside(path.resolve(), roots):
-                log.warning("skipping %s: it links outside the allowed data folders", path)
-                continue
-            n += 1
-            if n > MAX_FILES:
-                raise CorpusError(f"{root} holds more than {MAX_FILES:,} .py/.java files: give a smaller folder "
-                                  "(the package or project you want to evaluate)")
-            yield path
+    for rel, data in confined.walk_files(top_fd, top, roots, keep_dir=_keep_dir, max_bytes=MAX_FILE_BYTES,
+                                         keep_file=lambda name: Path(name).suffix in _EXTENSIONS):
+        n += 1
+        if n > MAX_FILES:
+            raise CorpusError(f"{top} holds more than {MAX_FILES:,} .py/.java files: give a smaller folder "
+                              "(the package or project you want to evaluate)")
+        yield rel, data
 
 
-def _from_files(paths: Iterable[Path], base: Path, min_lines, max_lines) -> Iterator[Snippet]:
-    for path in paths:
-        text = _read_text(path)
-        if text is None:
-            continue
-        rel = path.relative_to(base).as_posix() if base in path.parents or path == base else path.as_posix()
-        yield from extract_functions(text, _EXTENSIONS[path.suffix], rel, min_lines, max_lines)
+def _from_files(files: Iterable[tuple[str, bytes]], prefix: str, top: Path, min_lines, max_lines) -> Iterator[Snippet]:
+    """Functions of ``(relative path, bytes)`` files; origins are ``prefix + relative path``."""
+    for rel, data in files:
+        text = _decode(data, top / rel)
+        if text is not None:
+            yield from extract_functions(text, _EXTENSIONS[Path(rel).suffix], prefix + rel, min_lines, max_lines)
+
+
+def _folder(root: Path, prefix: str, min_lines, max_lines) -> Iterator[Snippet]:
+    """A built-in corpus: the source files below ``root`` (trusted, not confined)."""
+    fd = confined.open_path(root)
+    try:
+        yield from _from_files(_files(fd, root), prefix, root, min_lines, max_lines)
+    finally:
+        os.close(fd)
 
 
 def _humaneval(min_lines, max_lines) -> Iterator[Snippet]:
@@ -199,8 +208,8 @@ def _jsonl_snippet(path: Path, n: int, line: str) -> Snippet | str:
     return snip
 
 
-def _jsonl(path: Path, min_lines, max_lines) -> Iterator[Snippet]:
-    text = _read_text(path)
+def _jsonl(path: Path, data: bytes, min_lines, max_lines) -> Iterator[Snippet]:
+    text = _decode(data, path)
     if text is None:
         raise CorpusError(f"{path} is not a readable UTF-8 file")
     usable = 0
@@ -227,26 +236,44 @@ def _jsonl(path: Path, min_lines, max_lines) -> Iterator[Snippet]:
                           f"(optional 'id', 'name', 'language': {', '.join(LANGUAGES)})")
 
 
-def _iter_corpus(spec: str, min_lines, max_lines, roots: Sequence[Path] | None) -> Iterator[Snippet]:
+def _unknown(spec: str) -> CorpusError:
+    return CorpusError(f"unknown corpus {spec!r}: give one of {', '.join(BUILTIN_CORPORA)}, a folder of .py/.java "
+                       "files, a .py/.java file, or a .jsonl file with a 'code' field per line")
+
+
+def _iter_corpus(spec: str, min_lines, max_lines, roots: Sequence[Path] | None) -> Generator[Snippet, None, None]:
     ext_min = DEFAULT_MIN_LINES if min_lines is None else min_lines
     ext_max = DEFAULT_MAX_LINES if max_lines is None else max_lines
     if spec == "humaneval":
-        return _humaneval(min_lines, max_lines)
+        yield from _humaneval(min_lines, max_lines)
+        return
     if spec == "algorithms":
         root = _package_root("algorithms", "algorithms==1.0.1")
-        return _from_files(_files(root), root.parent, ext_min, ext_max)
+        yield from _folder(root, f"{root.name}/", ext_min, ext_max)
+        return
     if spec == "stdlib":
-        root = Path(sysconfig.get_paths()["stdlib"])
-        return _from_files(_files(root), root, ext_min, ext_max)
+        yield from _folder(Path(sysconfig.get_paths()["stdlib"]), "", ext_min, ext_max)
+        return
     path = Path(os.path.expanduser(spec))
-    if path.is_dir():
-        return _from_files(_files(path, roots), path, ext_min, ext_max)
-    if path.is_file() and path.suffix == ".jsonl":
-        return _jsonl(path, min_lines, max_lines)
-    if path.is_file() and path.suffix in _EXTENSIONS:
-        return _from_files([path], path.parent, ext_min, ext_max)
-    raise CorpusError(f"unknown corpus {spec!r}: give one of {', '.join(BUILTIN_CORPORA)}, a folder of .py/.java "
-                      "files, a .py/.java file, or a .jsonl file with a 'code' field per line")
+    try:  # open first, then check what was opened (asc.confined): a link swapped in after the check is refused
+        fd = confined.open_path(path, roots)
+    except (FileNotFoundError, NotADirectoryError):
+        raise _unknown(spec) from None
+    except OSError as err:
+        raise CorpusError(f"corpus {spec!r} cannot be read ({err.strerror or err}): check its permissions") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            yield from _from_files(_files(fd, path, roots), "", path, ext_min, ext_max)
+        elif stat.S_ISREG(mode) and path.suffix == ".jsonl":
+            yield from _jsonl(path, confined.read_fd(fd, path, MAX_JSONL_BYTES), min_lines, max_lines)
+        elif stat.S_ISREG(mode) and path.suffix in _EXTENSIONS:
+            yield from _from_files([(path.name, confined.read_fd(fd, path, MAX_FILE_BYTES))], "", path.parent,
+                                   ext_min, ext_max)
+        else:
+            raise _unknown(spec)
+    finally:
+        os.close(fd)
 
 
 def _home() -> Path | None:
@@ -277,7 +304,7 @@ def check_corpus_spec(spec: str, roots: Sequence[Path] | None = None) -> None:
                           "e.g. ~/projects/mylib")
     if roots is not None:
         allowed = [Path(r).expanduser().resolve() for r in roots]
-        if not _inside(path, allowed):
+        if not confined.inside(path, allowed):
             raise CorpusError(f"corpus {spec!r} is outside the allowed data folders "
                               f"({', '.join(map(str, allowed)) or 'none'}): copy it into one of them, or have the "
                               "server's ASC_DATA_ROOTS include its folder")
@@ -293,10 +320,20 @@ def load_corpus(spec: str, limit: int | None = None, min_lines: int | None = Non
         raise CorpusError(f"limit must be at least 1 (got {limit}); leave it out to read the whole corpus")
     check_corpus_spec(spec, roots)
     resolved_roots = None if roots is None else [Path(r).expanduser().resolve() for r in roots]
+    with closing(_iter_corpus(spec, min_lines, max_lines, resolved_roots)) as snippets:  # closes what it opened
+        out = _unique(snippets, limit)
+    if not out:
+        raise CorpusError(f"corpus {spec!r} has no snippet that passes the filters "
+                          f"(min_lines={min_lines}, max_lines={max_lines})")
+    return out
+
+
+def _unique(snippets: Iterable[Snippet], limit: int | None) -> list[Snippet]:
+    """Up to ``limit`` snippets, identical sources kept once, repeated ids made unique (``id#1``...)."""
     seen_src: set[str] = set()
     seen_id: dict[str, int] = {}
     out: list[Snippet] = []
-    for snip in _iter_corpus(spec, min_lines, max_lines, resolved_roots):
+    for snip in snippets:
         digest = hashlib.sha1(snip.source.encode("utf-8")).hexdigest()
         if digest in seen_src or not snip.source.strip():
             continue
@@ -310,7 +347,4 @@ def load_corpus(spec: str, limit: int | None = None, min_lines: int | None = Non
         out.append(snip)
         if limit is not None and len(out) >= limit:
             break
-    if not out:
-        raise CorpusError(f"corpus {spec!r} has no snippet that passes the filters "
-                          f"(min_lines={min_lines}, max_lines={max_lines})")
     return out

@@ -125,14 +125,15 @@ def build_items(task: str, corpus_spec: str, size: int = 1000, seed: int = 0, co
     :func:`build_provenance`; ``mask_strings``: NAME also hides the name in strings and comments."""
     _check_task(task, size)
     snippets = load_corpus(corpus_spec, roots=roots)
-    return build_items_from(task, snippets, corpus_files(corpus_spec), size=size, seed=seed, contexts=contexts,
+    return build_items_from(task, snippets, corpus_files(corpus_spec, roots), size=size, seed=seed, contexts=contexts,
                             report=report, mask_strings=mask_strings)
 
 
-def corpus_files(corpus_spec: str) -> CorpusFiles | None:
-    """The reader of a corpus's origin files (None for ``humaneval`` and ``.jsonl``), to share between tasks."""
+def corpus_files(corpus_spec: str, roots: Sequence[Path] | None = None) -> CorpusFiles | None:
+    """The reader of a corpus's origin files (None for ``humaneval`` and ``.jsonl``), to share between tasks;
+    ``roots`` confines what it reads, as it confined the corpus."""
     root = corpus_root(corpus_spec)
-    return CorpusFiles(root) if root is not None else None
+    return CorpusFiles(root, roots) if root is not None else None
 
 
 def build_task_sets(tasks: Sequence[str], corpus_spec: str, size: int = 1000, seed: int = 0, contexts: bool = True,
@@ -142,7 +143,7 @@ def build_task_sets(tasks: Sequence[str], corpus_spec: str, size: int = 1000, se
     for task in tasks:
         _check_task(task, size)
     snippets = load_corpus(corpus_spec, roots=roots)
-    files = corpus_files(corpus_spec)
+    files = corpus_files(corpus_spec, roots)
     out = {}
     for task in tasks:
         report: dict = {}

@@ -25,9 +25,12 @@ import logging
 import os
 import re
 import sysconfig
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from asc.confined import Refused, read_file
+from asc.corpus.sources import MAX_FILE_BYTES
 
 __all__ = ["MAX_EDGES", "MAX_PER_NAME", "CorpusFiles", "Definition", "ModuleInfo", "PackageIndex", "called_names",
            "ast_noncode_spans", "callgraph_text", "merge_spans", "corpus_root", "module_name", "parse_module"]
@@ -235,10 +238,13 @@ def parse_module(text: str, path: str, module: str, own_top: str | None) -> Modu
 
 
 class CorpusFiles:
-    """Reads, parses and indexes the files of a corpus below ``root`` (None: a corpus without files), once."""
+    """Reads, parses and indexes the files of a corpus below ``root`` (None: a corpus without files), once; with
+    ``roots`` (a shared server's data folders), a file is read only if what was opened lies inside one of them
+    (:mod:`asc.confined`: checked on the opened descriptor, so a link swapped in meanwhile is refused)."""
 
-    def __init__(self, root: Path | None):
+    def __init__(self, root: Path | None, roots: Sequence[Path] | None = None):
         self.root = root
+        self.roots = None if roots is None else [Path(r).expanduser().resolve() for r in roots]
         self.prefix = f"{root.name}." if root is not None and (root / "__init__.py").is_file() else ""
         self._modules: dict[str, ModuleInfo | None] = {}
         self._texts: dict[str, str | None] = {}
@@ -264,8 +270,9 @@ class CorpusFiles:
             if len(self._texts) >= 64:
                 self._texts.pop(next(iter(self._texts)))
             try:
-                self._texts[rel] = (self.root / rel).read_bytes().decode("utf-8") if self.root is not None else None
-            except (OSError, UnicodeDecodeError) as err:
+                self._texts[rel] = (read_file(self.root / rel, self.roots, MAX_FILE_BYTES).decode("utf-8")
+                                    if self.root is not None else None)
+            except (OSError, UnicodeDecodeError, Refused) as err:
                 log.info("glueCode contexts: %s cannot be read (%s)", rel, err)
                 self._texts[rel] = None
         return self._texts[rel]

@@ -47,24 +47,25 @@ import importlib.util
 import json
 import os
 import re
-import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from asc.atomic import write_atomic
-from asc.corpus.sources import MAX_FILES, check_corpus_spec
+from asc.confined import open_path, read_fd, walk_files
+from asc.corpus.sources import MAX_FILE_BYTES, MAX_FILES, check_corpus_spec
 from asc.errors import AscError, CorpusError
 from asc.paths import cache_dir
 
 __all__ = ["CHECKER", "MYPY_FLAGS", "CheckResult", "CheckerError", "Diagnostic", "NoneWarning", "check_corpus",
-           "corpus_files", "mypy_version", "none_warning", "parse_mypy_json", "union_has_none"]
+           "corpus_texts", "mypy_version", "none_warning", "parse_mypy_json", "union_has_none"]
 
 CHECKER = "mypy"
 MYPY_FLAGS = ("--output", "json", "--check-untyped-defs", "--no-incremental", f"--cache-dir={os.devnull}",
@@ -202,29 +203,17 @@ def mypy_version() -> str:
     return importlib.metadata.version("mypy")
 
 
-def _walk(root: Path) -> list[Path]:
-    out: list[Path] = []
-    real_root = root.resolve()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            if path.suffix != ".py" or not (path.resolve() == real_root or real_root in path.resolve().parents):
-                continue
-            out.append(path)
-            if len(out) > MAX_FILES:
-                raise CorpusError(f"{root} holds more than {MAX_FILES:,} .py files: give a smaller folder")
-    return out
-
-
-def corpus_files(spec: str, roots: Sequence[Path] | None = None) -> tuple[Path, list[str]]:
-    """The base folder and the sorted ``.py`` paths (relative to it, as corpus snippets' ``origin``) of a corpus
-    spec: ``stdlib``, ``algorithms``, a folder or a ``.py`` file (the folders :mod:`asc.corpus.sources` skips are
-    skipped). HumanEval and ``.jsonl`` corpora hold no files a type checker can read: a :class:`CorpusError`."""
+def corpus_texts(spec: str, roots: Sequence[Path] | None = None) -> tuple[Path, dict[str, bytes]]:
+    """The base folder and the ``.py`` files (path relative to it, as corpus snippets' ``origin`` -> bytes, sorted)
+    of a corpus spec: ``stdlib``, ``algorithms``, a folder or a ``.py`` file (the folders :mod:`asc.corpus.sources`
+    skips are skipped, and files whose opened descriptor lies outside the folder). HumanEval and ``.jsonl`` corpora
+    hold no files a type checker can read: a :class:`CorpusError`. Each file is read once, confined to ``roots``
+    on the opened descriptor (:mod:`asc.confined`): the bytes hashed are the bytes mypy checks."""
     check_corpus_spec(spec, roots)
+    builtin = spec in ("stdlib", "algorithms")
+    allowed = None if roots is None or builtin else [Path(r).expanduser().resolve() for r in roots]
     if spec == "stdlib":
-        root = Path(sysconfig.get_paths()["stdlib"])
-        base = root
+        root = base = Path(sysconfig.get_paths()["stdlib"])
     elif spec == "algorithms":
         found = importlib.util.find_spec("algorithms")
         if found is None or not found.submodule_search_locations:
@@ -232,14 +221,34 @@ def corpus_files(spec: str, roots: Sequence[Path] | None = None) -> tuple[Path, 
         root = Path(list(found.submodule_search_locations)[0])
         base = root.parent
     else:
-        path = Path(spec).expanduser()
-        if path.is_file() and path.suffix == ".py":
-            return path.parent, [path.name]
-        if not path.is_dir():
-            raise CorpusError(f"corpus {spec!r}: NullToken needs Python files to type-check; give stdlib, "
-                              "algorithms, a folder of .py files or a .py file (not humaneval or a .jsonl)")
-        root = base = path
-    return base, sorted(p.relative_to(base).as_posix() for p in _walk(root))
+        root = base = Path(spec).expanduser()
+    wrong = CorpusError(f"corpus {spec!r}: NullToken needs Python files to type-check; give stdlib, algorithms, "
+                        "a folder of .py files or a .py file (not humaneval or a .jsonl)")
+    try:
+        fd = open_path(root, allowed)
+    except OSError:
+        raise wrong from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not builtin and stat.S_ISREG(mode) and root.suffix == ".py":
+            return root.parent, {root.name: read_fd(fd, root, MAX_FILE_BYTES)}
+        if not stat.S_ISDIR(mode):
+            raise wrong
+        prefix = "" if base == root else f"{root.name}/"
+        texts: dict[str, bytes] = {}
+        for rel, data in walk_files(fd, root, allowed, keep_dir=lambda d: d not in _SKIP_DIRS and not d.startswith("."),
+                                    keep_file=lambda name: name.endswith(".py"), max_bytes=MAX_FILE_BYTES,
+                                    inside_top=True):
+            texts[prefix + rel] = data
+            if len(texts) > MAX_FILES:
+                raise CorpusError(f"{root} holds more than {MAX_FILES:,} .py files: give a smaller folder")
+        return base, dict(sorted(texts.items()))
+    finally:
+        os.close(fd)
+
+
+def _bytes_writer(data: bytes) -> Callable[[Path], int]:
+    return lambda path: path.write_bytes(data)
 
 
 def _skip_reason(rel: str, text: bytes, folders: set[str]) -> str:
@@ -283,8 +292,8 @@ def check_corpus(spec: str, workdir: str | Path | None = None, roots: Sequence[P
     paths. The result is cached under ``workdir`` (default: ``<cache_dir>/gluecode``), keyed by the files'
     digests, mypy's and Python's versions and the flags; a hit does not run mypy."""
     version = mypy_version()
-    base, rels = corpus_files(spec, roots)
-    texts = {rel: (base / rel).read_bytes() for rel in rels}
+    base, texts = corpus_texts(spec, roots)
+    rels = list(texts)
     key = _key(spec == "stdlib", {rel: hashlib.sha256(texts[rel]).hexdigest() for rel in rels}, version)
     cache = (Path(workdir) if workdir is not None else cache_dir() / "gluecode") / "mypy" / f"{key[:24]}.json"
     if cache.is_file():
@@ -312,9 +321,8 @@ def check_corpus(spec: str, workdir: str | Path | None = None, roots: Sequence[P
     with tempfile.TemporaryDirectory(prefix="asc-mypy-", dir=workdir) as tmp:
         src = Path(tmp)
         top = src / package if package else src
-        for rel in files:
-            (top / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(base / rel, top / rel)  # a scratch copy: no reader polls it
+        for rel in files:  # the bytes read once (never the path again), into a scratch copy
+            write_atomic(top / rel, _bytes_writer(texts[rel]))
         for folder in [top, *(p for p in top.rglob("*") if p.is_dir())]:
             if folder != src and not (folder / "__init__.py").exists():
                 (folder / "__init__.py").touch()

@@ -388,7 +388,7 @@ def null_items(corpus_spec: str, size: int = 1000, seed: int = 0, workdir: str |
     start = time.perf_counter()
     result = check_corpus(corpus_spec, workdir, roots)
     snippets = load_corpus(corpus_spec, min_lines=min_lines, max_lines=max_lines, roots=roots)
-    items, counts = null_items_from_check(result, snippets, CorpusFiles(result.base), size, seed, contexts)
+    items, counts = null_items_from_check(result, snippets, CorpusFiles(result.base, roots), size, seed, contexts)
     provenance = {"task": "NULL", "corpus": corpus_spec, "size": size, "seed": seed, "contexts": contexts,
                   "n_items": len(items), "per_split": {s: sum(it.split == s for it in items) for s in SPLITS},
                   "checker": CHECKER, "checker_version": result.mypy, "flags": list(result.flags),

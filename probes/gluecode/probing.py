@@ -130,7 +130,7 @@ def _null_rows(snips: Sequence[Snippet], corpus: str, size: int, rng: np.random.
         log.warning(meta["warnings"][0])
     chosen = {c: [pool[j] for j in rng.permutation(len(pool))[:k]] for c, pool in enumerate((negatives, positives))}
     meta["chars_median"] = {NULL_LABELS[c]: float(np.median([len(s.source) for s in v])) for c, v in chosen.items()}
-    files = CorpusFiles(result.base)
+    files = CorpusFiles(result.base, roots)
     rows: list[_Row] = []
     for c, snippets in chosen.items():
         for snip in snippets:

@@ -175,8 +175,9 @@ def test_stdlib_files_are_copied_under_stdlib_copy(monkeypatch, tmp_path):
     (base / "json" / "__init__.py").write_text(JSON_PY)
     (base / "string.py").write_text("import re\n\ndef word(s):\n    return re.match('a', s).end()\n")
     (base / "bad-name.py").write_text("x = 1\n")
-    monkeypatch.setattr(nullcheck, "corpus_files", lambda spec, roots=None: (base, ["bad-name.py", "json/__init__.py",
-                                                                                    "string.py"]))
+    rels = ["bad-name.py", "json/__init__.py", "string.py"]
+    monkeypatch.setattr(nullcheck, "corpus_texts", lambda spec, roots=None: (base, {r: (base / r).read_bytes()
+                                                                                    for r in rels}))
     result = check_corpus("stdlib", tmp_path / "work")
     assert result.package == "stdlib_copy" and result.files == ["json/__init__.py", "string.py"]
     assert result.skipped == {"bad-name.py": "its path is not a dotted module name"}
