@@ -20,7 +20,9 @@ Files that are not valid UTF-8 are skipped with a warning.
 
 Specs that would read far more than a corpus are refused with a :class:`asc.errors.CorpusError` naming
 the fix (:func:`check_corpus_spec`): an empty spec (it used to mean the working directory), the
-filesystem root, the home folder itself, and a folder with more than :data:`MAX_FILES` source files.
+filesystem root, the home folder itself, a folder with more than :data:`MAX_FILES` source files, and a file
+over :data:`MAX_SOURCE_BYTES` (``.py``/``.java``) or :data:`MAX_JSONL_BYTES` (``.jsonl``), checked before it is
+read (inside a folder such a file is skipped with a warning).
 Given ``roots`` (the app passes :func:`asc.paths.data_roots`), a folder or file must lie inside one of
 them once symlinks are resolved; links inside a folder that point outside are skipped. ``.jsonl`` lines
 that are not JSON objects with a ``code`` string, hold lone surrogates (``"\\ud800"``, which no UTF-8
@@ -44,7 +46,7 @@ from asc.errors import CorpusError
 from asc.syntax import LANGUAGES, get_parser
 
 __all__ = ["Snippet", "BUILTIN_CORPORA", "load_corpus", "check_corpus_spec", "extract_functions", "DEFAULT_MIN_LINES",
-           "DEFAULT_MAX_LINES", "MAX_FILES"]
+           "DEFAULT_MAX_LINES", "MAX_FILES", "MAX_JSONL_BYTES", "MAX_SOURCE_BYTES"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,8 @@ BUILTIN_CORPORA = ("humaneval", "algorithms", "stdlib")
 DEFAULT_MIN_LINES = 5
 DEFAULT_MAX_LINES = 60
 MAX_FILES = 50_000  # source files read from one folder at most (CPython's stdlib has ~2,000)
+MAX_SOURCE_BYTES = 8 * 2**20  # one .py/.java file (stdlib's largest: 0.8 MB; 8 MB take ~0.2 GB to parse)
+MAX_JSONL_BYTES = 2**30  # one .jsonl corpus
 _EXTENSIONS = {".py": "python", ".java": "java"}
 _FUNCTION_TYPES = {"python": ("function_definition",), "java": ("method_declaration", "constructor_declaration")}
 _SKIP_DIRS = {"test", "tests", "site-packages", "dist-packages", "idlelib", "turtledemo", "__pycache__", "lib2to3"}
@@ -104,8 +108,20 @@ def extract_functions(source: str, language: str = "python", origin: str = "",
     return out
 
 
+def _too_big(path: Path) -> str:
+    """Why ``path`` is not read ("" when its size is within the limit of its kind)."""
+    limit = MAX_JSONL_BYTES if path.suffix == ".jsonl" else MAX_SOURCE_BYTES
+    size = path.stat().st_size
+    if size <= limit:
+        return ""
+    return f"{size / 2**20:.1f} MB, over the {limit / 2**20:.0f} MB a {path.suffix} corpus file may have"
+
+
 def _read_text(path: Path) -> str | None:
     try:
+        if why := _too_big(path):  # checked before reading (a 50 MB file took 3 GB to parse)
+            log.warning("skipping %s: %s", path, why)
+            return None
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as err:
         log.warning("skipping %s: not valid UTF-8 (%s)", path, err.reason)
@@ -241,6 +257,8 @@ def _iter_corpus(spec: str, min_lines, max_lines, roots: Sequence[Path] | None) 
     path = Path(os.path.expanduser(spec))
     if path.is_dir():
         return _from_files(_files(path, roots), path, ext_min, ext_max)
+    if path.is_file() and path.suffix in (".jsonl", *_EXTENSIONS) and (why := _too_big(path)):
+        raise CorpusError(f"corpus {spec!r} has {why}: split it, or give the folder of the code")
     if path.is_file() and path.suffix == ".jsonl":
         return _jsonl(path, min_lines, max_lines)
     if path.is_file() and path.suffix in _EXTENSIONS:
