@@ -17,6 +17,10 @@ passed to the queue's loader. When ``ASC_RAY_ADDRESS`` is set (:func:`asc.paths.
 a job starts), corpus runs are scored on that Ray cluster (:func:`asc.corpus.engines.run_corpus_ray`: the
 actors load the model, in ``auto`` placement unless the job names one) instead of in this process; either
 way the job's progress counts the snippets written into its run folder.
+
+Corpus paths are checked when submitted (no NUL, not too long: :func:`asc.files.check_path_text`). An
+``OSError`` met by a job anyway (a file gone, a full disk) fails it with one line
+(:func:`asc.files.os_error_message`), logged without a traceback: it is about files, not a bug.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from asc.corpus.runs import run_corpus
 from asc.corpus.sources import load_corpus
 from asc.device import check_names
 from asc.errors import AscError
+from asc.files import check_path_text, os_error_message
 from asc.models import ModelBundle
 from asc.paths import data_roots, ray_address
 
@@ -137,7 +142,9 @@ class JobQueue:
                trust_remote_code: bool = False, owner: str = "", device: str | None = None,
                dtype: str | None = None) -> Job:
         """Queue an AsC-Eval run of ``corpus`` (at most ``limit`` snippets) into :func:`run_folder`, its model on
-        ``device`` in ``dtype`` (:class:`asc.errors.InputError` for names ``--device``/``--dtype`` refuse)."""
+        ``device`` in ``dtype`` (:class:`asc.errors.InputError` for names ``--device``/``--dtype`` refuse, or a
+        corpus path no file system takes)."""
+        check_path_text(corpus, "corpus")
         return self._enqueue(kind=JobKind.EVAL, model=model, corpus=corpus, limit=limit,
                              out=run_folder(root, model, corpus, limit), batch_size=batch_size,
                              trust_remote_code=trust_remote_code, owner=owner, **_placement(device, dtype))
@@ -221,6 +228,9 @@ class JobQueue:
                 job.status = "cancelled" if job.cancel.is_set() else "done"
             except AscError as err:
                 job.status, job.error = "failed", str(err)
+            except OSError as err:  # a path or a disk, not a bug: one line, no traceback in the log
+                job.status, job.error = "failed", os_error_message(err)
+                log.warning("run %s failed: %s", job.id, job.error)
             except Exception as err:  # keep the worker alive; report the failure in the UI
                 log.exception("corpus run %s failed", job.id)
                 job.status, job.error = "failed", f"{type(err).__name__}: {err}"
