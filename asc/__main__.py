@@ -372,8 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--engine", default="local", choices=("local", "ray"),
                    help="local: this process; ray: a pool of Ray actors (see README, 'Running on a Ray cluster')")
-    p.add_argument("--address", default=None, help="--engine ray: the cluster to join (default: $ASC_RAY_ADDRESS, "
-                   "else a local Ray)")
+    p.add_argument("--address", default=None, help="--engine ray: the cluster to join, HOST:6379, ray://HOST:10001 "
+                   "or auto; it must answer within 20 s (default: $ASC_RAY_ADDRESS, else a new local Ray)")
     p.add_argument("--workers", type=positive_int, default=None,
                    help="--engine ray: model actors (default: one per GPU, or 2 without GPUs)")
     p.add_argument("--gpus-per-worker", type=float, default=None,

@@ -16,7 +16,9 @@ checked when submitted as the CLI's ``--device``/``--dtype`` are (:func:`asc.dev
 passed to the queue's loader. When ``ASC_RAY_ADDRESS`` is set (:func:`asc.paths.ray_address`, read when
 a job starts), corpus runs are scored on that Ray cluster (:func:`asc.corpus.engines.run_corpus_ray`: the
 actors load the model, in ``auto`` placement unless the job names one) instead of in this process; either
-way the job's progress counts the snippets written into its run folder.
+way the job's progress counts the snippets written into its run folder. A shared server's queue (``shared``)
+refuses ``auto`` before connecting (:func:`asc.corpus.engines.check_shared_address`), and an address that does
+not answer fails its job within :data:`asc.corpus.engines.CONNECT_TIMEOUT_S`: the next job then runs.
 
 Corpus paths are checked when submitted (no NUL, not too long: :func:`asc.files.check_path_text`). An
 ``OSError`` met by a job anyway (a file gone, a full disk) fails it with one line
@@ -126,13 +128,16 @@ class JobQueue:
     """Corpus runs executed one at a time by a daemon thread started on the first submit."""
 
     def __init__(self, load: Callable[..., ModelBundle],
-                 roots: Callable[[], Sequence[Path] | None] | None = None) -> None:
+                 roots: Callable[[], Sequence[Path] | None] | None = None,
+                 shared: Callable[[], bool] | None = None) -> None:
         # load(spec) -> ModelBundle, called with trust_remote_code=<the job's choice> for jobs that allow remote
         # code (the app passes its cached loader of jobs, apart from the model users inspect)
         self._load = load
         # roots() (asked when a job starts): the folders corpus paths of eval jobs must lie in (None: any folder
         # unless ASC_DATA_ROOTS is set); the shared app passes its policy's roots, () = built-in corpora only
         self._roots = roots
+        # shared() (asked when a Ray job starts): whether this is a shared server (ASC_RAY_ADDRESS=auto is refused)
+        self._shared = shared
         self._queue: queue.Queue[Job] = queue.Queue()
         self._jobs: list[Job] = []
         self._lock = threading.Lock()
@@ -220,6 +225,8 @@ class JobQueue:
                 address = ray_address()
                 job.engine = "ray" if address else "local"
                 if address:  # the cluster's actors load the model; this process loads none
+                    if self._shared is not None and self._shared():
+                        engines.check_shared_address(address)  # before any connection
                     engines.run_corpus_ray(job.model, snippets, job.out, address=address,
                                            trust_remote_code=job.trust_remote_code, device=job.device or "auto",
                                            dtype=job.dtype or "auto", **settings)
