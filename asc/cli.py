@@ -8,8 +8,9 @@ Arguments are checked when parsed, before anything is read or written, by the ar
 for each rule): counts are :func:`positive_int` (``--limit 0`` is refused), seeds and lower bounds
 :func:`non_negative_int`, ``--device`` a :func:`device_name`, paths :func:`path_text` (no NUL, not too long
 for the file system: :func:`asc.files.check_path_text`) and output tables :func:`out_table` (an existing,
-writable folder). :func:`read_source` reads a regular file of bounded size (:data:`EXPLAIN_MAX_BYTES`) and
-says what anything else is (a folder, a named pipe, ``/dev/null``) without blocking on it.
+writable folder). :func:`read_source` reads a regular file of bounded size (4 bytes a character of
+:data:`asc.explain.MAX_SOURCE_CHARS`) and says what anything else is (a folder, a named pipe, ``/dev/null``)
+without blocking on it.
 """
 
 from __future__ import annotations
@@ -31,26 +32,28 @@ from asc.files import check_out_file, check_path_text, read_user_file, shown
 if TYPE_CHECKING:
     from asc.models import ModelBundle
 
-__all__ = ["EXPLAIN_MAX_BYTES", "Parser", "add_common", "add_model_options", "device_name", "fmt", "load_bundle",
+__all__ = ["Parser", "add_common", "add_model_options", "device_name", "fmt", "load_bundle",
            "non_negative_int", "out_table", "path_text", "positive_int", "read_source", "run", "stage_bar",
            "write_table"]
 
 log = logging.getLogger("asc")
 
-EXPLAIN_MAX_BYTES = 4 * 200_000  # a file explain/branch read: asc.explain.MAX_SOURCE_CHARS characters of 4 bytes at most
-
-
-def read_source(path: str, max_bytes: int = EXPLAIN_MAX_BYTES) -> str:
+def read_source(path: str, max_bytes: int | None = None) -> str:
     """The UTF-8 text of a regular file of at most ``max_bytes`` (``-``: standard input), or an InputError naming
-    the fix (what the path is instead: a folder, a named pipe, a device; too large; not UTF-8; empty)."""
-    too_big = f"explain a single function or a smaller file (at most {max_bytes:,} bytes)"
+    the fix (what the path is instead: a folder, a named pipe, a device; too large; not UTF-8; empty). By default
+    the most ``explain`` takes: :data:`asc.explain.MAX_SOURCE_CHARS` characters of up to 4 bytes (UTF-8)."""
+    from asc.explain import MAX_SOURCE_CHARS
+
+    max_bytes = 4 * MAX_SOURCE_CHARS if max_bytes is None else max_bytes
+    too_big = f"at most {MAX_SOURCE_CHARS:,} characters are explained; give a single function or a smaller file"
     if path == "-":
         data = sys.stdin.buffer.read(max_bytes + 1)
         name = "standard input"
         if len(data) > max_bytes:
             raise InputError(f"standard input has more than {max_bytes:,} bytes: {too_big}")
     else:
-        data = read_user_file(path, max_bytes, "file", fix="give a source file, or - to read standard input")
+        data = read_user_file(path, max_bytes, "file", fix="give a source file, or - to read standard input",
+                              size_fix=too_big)
         name = shown(path)
     try:
         text = data.decode("utf-8")

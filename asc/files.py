@@ -88,16 +88,17 @@ def _opened(path: str | os.PathLike[str], what: str) -> int:
         raise InputError(os_error_message(err, path)) from None
 
 
-def read_user_file(path: str | os.PathLike[str], max_bytes: int, what: str = "file", fix: str = "") -> bytes:
+def read_user_file(path: str | os.PathLike[str], max_bytes: int, what: str = "file", fix: str = "",
+                   size_fix: str = "") -> bytes:
     """The bytes of the regular file ``path`` (at most ``max_bytes``), or an InputError saying what it is instead
-    (a folder, a named pipe, a device) or that it is too large; ``fix`` ends both messages (what to give)."""
+    (a folder, a named pipe, a device; ``fix`` ends that message) or that it is too large (``size_fix``)."""
     fd = _opened(path, what)
     try:
         mode = os.fstat(fd)
         if not stat.S_ISREG(mode.st_mode):
             raise InputError(f"{shown(path)} is {kind_of(mode.st_mode)}, not a {what}: {fix or f'give a {what}'}")
         too_big = InputError(f"{shown(path)} has more than {max_bytes:,} bytes, the most a {what} may have here: "
-                             f"{fix or f'give a smaller {what}'}")
+                             f"{size_fix or f'give a smaller {what}'}")
         if mode.st_size > max_bytes:
             raise too_big
         chunks, total = [], 0
