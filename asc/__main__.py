@@ -15,7 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from asc.align import AlignOptions
-from asc.cli import Parser, add_common, fmt, load_bundle, positive_int, read_source, run, write_table
+from asc.cli import (
+    Parser,
+    add_common,
+    fmt,
+    load_bundle,
+    non_negative_int,
+    out_table,
+    path_text,
+    positive_int,
+    read_source,
+    run,
+    write_table,
+)
 from asc.concepts import load_categories
 from asc.syntax import LANGUAGES
 
@@ -94,6 +106,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from asc.corpus.sources import load_corpus
 
     forks = cli_settings(args.forks, args.fork_margin, args.fork_entropy)  # bad thresholds: before anything loads
+    if args.min_lines is not None and args.max_lines is not None and args.min_lines > args.max_lines:
+        from asc.errors import InputError
+
+        raise InputError(f"--min-lines {args.min_lines} is above --max-lines {args.max_lines}: no function would be "
+                         "kept; give a range with min <= max")
     snippets = load_corpus(args.corpus, limit=args.limit, min_lines=args.min_lines, max_lines=args.max_lines)
     out = Path(args.out)
     t0 = time.perf_counter()
@@ -158,11 +175,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from asc.corpus.forks import fork_report, fork_summary
     from asc.corpus.runs import load_digest
     from asc.corpus.summary import difference_table, run_labels, summary_table, wide_table
+    from asc.errors import InputError
+    from asc.files import existing_path
 
-    resolved = [str(Path(p).resolve()) for p in args.runs]
+    resolved = [str(existing_path(p, "run folder")) for p in args.runs]  # a symlink loop: one line, exit 2
     if len(set(resolved)) < len(resolved):
-        from asc.errors import InputError
-
         raise InputError("the same run folder is given twice: name each run once")
     runs = [load_digest(path) for path in args.runs]
     languages = {lang for run in runs for lang in run.languages}
@@ -333,14 +350,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("eval", help="evaluate a corpus, write Parquet results, print a Table-I-style summary")
-    p.add_argument("--corpus", required=True, help="humaneval | algorithms | stdlib | folder | .py/.java | .jsonl")
-    p.add_argument("--out", required=True, help="run folder (created; an existing one is resumed)")
+    p.add_argument("--corpus", required=True, type=path_text,
+                   help="humaneval | algorithms | stdlib | folder | .py/.java | .jsonl")
+    p.add_argument("--out", required=True, type=path_text, help="run folder (created; an existing one is resumed)")
     p.add_argument("--limit", type=positive_int, default=None, help="at most N snippets (at least 1; default: all)")
-    p.add_argument("--min-lines", type=int, default=None, help="shortest function kept (default 5 for extracted)")
-    p.add_argument("--max-lines", type=int, default=None, help="longest function kept (default 60 for extracted)")
+    p.add_argument("--min-lines", type=non_negative_int, default=None,
+                   help="shortest function kept (default 5 for extracted)")
+    p.add_argument("--max-lines", type=positive_int, default=None, help="longest function kept (default 60 for extracted)")
     p.add_argument("--batch-size", type=positive_int, default=8, help="snippets per batched scoring call")
     p.add_argument("--n-boot", type=positive_int, default=500, help="bootstrap resamples for the summary")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed")
     _bootstrap_option(p)
     p.add_argument("--threshold", type=float, default=0.6, help="the 'acceptable confidence' line")
     p.add_argument("--layers", action="store_true", help="also AsC-Eval at every layer (logit lens; about 3-8x the "
@@ -353,8 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--engine", default="local", choices=("local", "ray"),
                    help="local: this process; ray: a pool of Ray actors (see README, 'Running on a Ray cluster')")
-    p.add_argument("--address", default=None, help="--engine ray: the cluster to join (default: $ASC_RAY_ADDRESS, "
-                   "else a local Ray)")
+    p.add_argument("--address", default=None, help="--engine ray: the cluster to join, HOST:6379, ray://HOST:10001 "
+                   "or auto; it must answer within 20 s (default: $ASC_RAY_ADDRESS, else a new local Ray)")
     p.add_argument("--workers", type=positive_int, default=None,
                    help="--engine ray: model actors (default: one per GPU, or 2 without GPUs)")
     p.add_argument("--gpus-per-worker", type=float, default=None,
@@ -362,19 +381,21 @@ def build_parser() -> argparse.ArgumentParser:
     add_common(p)
     p.set_defaults(func=cmd_eval)
     p = sub.add_parser("compare", help="Table-I comparison of several run folders (written by eval)")
-    p.add_argument("runs", nargs="+", help="run folders")
-    p.add_argument("--out", default=None, help="write the long table (model, category, median, interval) as .csv/.json")
+    p.add_argument("runs", nargs="+", type=path_text, help="run folders")
+    p.add_argument("--out", default=None, type=out_table,
+                   help="write the long table (model, category, median, interval) as .csv/.json")
     p.add_argument("--n-boot", type=positive_int, default=500, help="bootstrap resamples")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed")
     _bootstrap_option(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("causal", help="AsC-Causal: Pearson r and dowhy effects of concepts on the loss (Table II)")
-    p.add_argument("run", help="a run folder written by eval")
-    p.add_argument("--out", required=True, help="output table (.csv or .json)")
-    p.add_argument("--min-snippets", type=int, default=30, help="fewer snippets with a treatment: 'not enough data'")
-    p.add_argument("--simulations", type=int, default=50, help="simulations per refuter")
-    p.add_argument("--seed", type=int, default=0, help="seed of the refuters and of their subsample")
+    p.add_argument("run", type=path_text, help="a run folder written by eval")
+    p.add_argument("--out", required=True, type=out_table, help="output table (.csv or .json)")
+    p.add_argument("--min-snippets", type=positive_int, default=30,
+                   help="fewer snippets with a treatment: 'not enough data'")
+    p.add_argument("--simulations", type=positive_int, default=50, help="simulations per refuter")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the refuters and of their subsample")
     p.add_argument("--refute-sample", type=_refute_sample, default=5000, metavar="N|all",
                    help="refuters run on a seeded subsample of N snippets per concept when it has more (the "
                    "estimates always use all); 'all': every snippet (default 5000; README, AsC-Causal at scale)")
@@ -394,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new", type=positive_int, default=64, help="new tokens of the trunk and of the branch")
     p.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default); above 0: sampling")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling threshold (with --temperature)")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="sampling seed")
     p.add_argument("--language", default="python", choices=LANGUAGES)
     p.add_argument("--json", action="store_true", help='{"fork", "trunk", "branch"}: trunk and branch in the '
                    "explain --json layout")

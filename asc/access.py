@@ -37,6 +37,7 @@ from pathlib import Path
 from asc import paths
 from asc.corpus.sources import BUILTIN_CORPORA, check_corpus_spec
 from asc.errors import InputError
+from asc.files import check_path_text
 from asc.models import embedded_names
 
 __all__ = ["AccessPolicy", "RateLimiter", "is_loopback", "password_matches", "server_token"]
@@ -182,8 +183,9 @@ class AccessPolicy:
 
     def check_corpus(self, spec: str) -> None:
         """An :class:`asc.errors.AscError` unless ``spec`` may be read: a built-in corpus, or a path inside the
-        data roots (shared mode: none unless ``ASC_DATA_ROOTS`` names some). See
+        data roots (shared mode: none unless ``ASC_DATA_ROOTS`` names some) that a file system can name. See
         :func:`asc.corpus.sources.check_corpus_spec`."""
         if spec in BUILTIN_CORPORA:
             return
+        check_path_text(spec, "corpus")  # a NUL or an over-long name: one line here, not an OSError in a job
         check_corpus_spec(spec, self.corpus_roots)

@@ -1,9 +1,16 @@
 """The command-line runner every ``python -m`` entry point shares: logging, one-line errors, common options.
 
 User mistakes (:class:`asc.errors.AscError`) exit with status 2 and one line on stderr, and so do usage
-mistakes with a :class:`Parser` (``--limit 0``: counts are :func:`positive_int`); unexpected
-failures exit 1 with one line (``--debug`` shows the traceback); a closed pipe exits 0. Tables are
-written atomically as CSV or JSON by their suffix.
+mistakes with a :class:`Parser`; unexpected failures exit 1 with one line (``--debug`` shows the traceback);
+a closed pipe exits 0. Tables are written atomically as CSV or JSON by their suffix.
+
+Arguments are checked when parsed, before anything is read or written, by the argparse types here (one place
+for each rule): counts are :func:`positive_int` (``--limit 0`` is refused), seeds and lower bounds
+:func:`non_negative_int`, ``--device`` a :func:`device_name`, paths :func:`path_text` (no NUL, not too long
+for the file system: :func:`asc.files.check_path_text`) and output tables :func:`out_table` (an existing,
+writable folder). :func:`read_source` reads a regular file of bounded size (4 bytes a character of
+:data:`asc.explain.MAX_SOURCE_CHARS`) and says what anything else is (a folder, a named pipe, ``/dev/null``)
+without blocking on it.
 """
 
 from __future__ import annotations
@@ -20,27 +27,34 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from asc.atomic import write_atomic
 from asc.concepts import AGGREGATES
 from asc.errors import AscError, InputError
+from asc.files import check_out_file, check_path_text, read_user_file, shown
 
 if TYPE_CHECKING:
     from asc.models import ModelBundle
 
-__all__ = ["Parser", "add_common", "add_model_options", "fmt", "load_bundle", "positive_int", "read_source", "run",
-           "stage_bar", "write_table"]
+__all__ = ["Parser", "add_common", "add_model_options", "device_name", "fmt", "load_bundle",
+           "non_negative_int", "out_table", "path_text", "positive_int", "read_source", "run", "stage_bar",
+           "write_table"]
 
 log = logging.getLogger("asc")
 
+def read_source(path: str, max_bytes: int | None = None) -> str:
+    """The UTF-8 text of a regular file of at most ``max_bytes`` (``-``: standard input), or an InputError naming
+    the fix (what the path is instead: a folder, a named pipe, a device; too large; not UTF-8; empty). By default
+    the most ``explain`` takes: :data:`asc.explain.MAX_SOURCE_CHARS` characters of up to 4 bytes (UTF-8)."""
+    from asc.explain import MAX_SOURCE_CHARS
 
-def read_source(path: str) -> str:
-    """The UTF-8 text of a file (``-``: standard input), or an InputError naming the fix."""
+    max_bytes = 4 * MAX_SOURCE_CHARS if max_bytes is None else max_bytes
+    too_big = f"at most {MAX_SOURCE_CHARS:,} characters are explained; give a single function or a smaller file"
     if path == "-":
-        data = sys.stdin.buffer.read()
+        data = sys.stdin.buffer.read(max_bytes + 1)
         name = "standard input"
+        if len(data) > max_bytes:
+            raise InputError(f"standard input has more than {max_bytes:,} bytes: {too_big}")
     else:
-        p = Path(path)
-        if not p.is_file():
-            raise InputError(f"file not found: {path}")
-        data = p.read_bytes()
-        name = path
+        data = read_user_file(path, max_bytes, "file", fix="give a source file, or - to read standard input",
+                              size_fix=too_big)
+        name = shown(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -69,10 +83,15 @@ def fmt(x: float | None, digits: int = 3) -> str:
 
 
 def write_table(table: Any, out: Path) -> Path:
-    """Write a pandas table atomically: JSON records for ``.json``, CSV otherwise."""
-    if out.suffix == ".json":
-        return write_atomic(out, lambda tmp: tmp.write_text(table.to_json(orient="records", indent=1)))
-    return write_atomic(out, lambda tmp: table.to_csv(tmp, index=False))
+    """Write a pandas table atomically: JSON records for ``.json``, CSV otherwise (InputError when it cannot be
+    written, e.g. inside ``/proc``: ``--out`` elsewhere)."""
+    try:
+        if out.suffix == ".json":
+            return write_atomic(out, lambda tmp: tmp.write_text(table.to_json(orient="records", indent=1)))
+        return write_atomic(out, lambda tmp: table.to_csv(tmp, index=False))
+    except OSError as err:
+        raise InputError(f"cannot write {shown(out)} ({(err.strerror or str(err)).lower()}): give another --out, in "
+                         "a folder you may write") from None
 
 
 class Parser(argparse.ArgumentParser):
@@ -83,15 +102,52 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def positive_int(text: str) -> int:
-    """argparse type of counts (``--limit``, ``--batch-size``, ``--n-boot``): a whole number of at least 1."""
+def _whole(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type of counts (``--limit``, ``--batch-size``, ``--n-boot``): a whole number of at least 1."""
+    return _whole(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type of seeds and lower bounds (``--seed``, ``--min-lines``): a whole number of at least 0."""
+    return _whole(text, 0)
+
+
+def _argument(check: Callable[[str], object], text: str) -> str:
+    """``text`` once ``check(text)`` passed; its InputError as argparse's usage error (one line, exit 2)."""
+    try:
+        check(text)
+    except InputError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def device_name(text: str) -> str:
+    """argparse type of ``--device``: a name :func:`asc.device.check_names` takes (``""`` is refused, not ``auto``)."""
+    from asc.device import check_names
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give auto, cpu, cuda, cuda:N or mps (or leave --device out: auto)")
+    return check_names(_argument(check_names, text), "auto")[0]
+
+
+def path_text(text: str) -> str:
+    """argparse type of paths: refused when no file system takes the text (:func:`asc.files.check_path_text`)."""
+    return _argument(check_path_text, text)
+
+
+def out_table(text: str) -> str:
+    """argparse type of an output table's ``--out``: a file in an existing folder this user may write."""
+    return _argument(check_out_file, text)
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
@@ -99,7 +155,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     from asc.device import DTYPES
 
     p.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
-    p.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,cuda:N,mps}",
+    p.add_argument("--device", type=device_name, default="auto", metavar="{auto,cpu,cuda,cuda:N,mps}",
                    help="where the model runs (default auto: the first CUDA GPU, else mps, else cpu)")
     p.add_argument("--dtype", default="auto", choices=DTYPES,
                    help="weight precision (default auto: bfloat16 on CUDA, float16 on mps, float32 on cpu)")

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from asc.errors import CorpusError
+from asc.files import kind_of, read_bounded
 
 __all__ = ["MAX_READ_BYTES", "Refused", "inside", "open_path", "read_fd", "read_file", "real_path", "walk_files"]
 
@@ -45,7 +46,6 @@ log = logging.getLogger(__name__)
 MAX_READ_BYTES = 512 * 2**20  # the default cap of one read (a large .jsonl corpus); callers pass smaller ones
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _DIR_FLAGS = _FLAGS | os.O_DIRECTORY | os.O_NOFOLLOW
-_CHUNK = 1 << 20
 
 
 class Refused(CorpusError):
@@ -96,23 +96,28 @@ def open_path(path: str | os.PathLike[str], roots: Sequence[Path] | None = None,
     return fd
 
 
+def _size(n: int, whole: bool = False) -> str:
+    if n < 2**20:
+        return f"{n:,} bytes"
+    return f"{n / 2**20:.0f} MB" if whole else f"{n / 2**20:.1f} MB"
+
+
+def _too_big(shown: str, size: int, max_bytes: int) -> Refused:
+    return Refused(f"{shown} has {_size(size)}, over the {_size(max_bytes, whole=True)} a file may have here: "
+                   "split it, or give the folder of the code")
+
+
 def read_fd(fd: int, shown: str | os.PathLike[str], max_bytes: int = MAX_READ_BYTES) -> bytes:
     """The bytes of the regular file opened as ``fd`` (at most ``max_bytes``, else :class:`Refused`); ``shown``:
     its name in messages."""
     shown = os.fspath(shown)
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
-        raise Refused(f"{shown} is not a regular file")
-    too_big = Refused(f"{shown} is larger than {max_bytes:,} bytes: give a smaller file (split it)")
-    if st.st_size > max_bytes:
-        raise too_big
-    chunks, total = [], 0
-    while chunk := os.read(fd, min(_CHUNK, max_bytes + 1 - total)):
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > max_bytes:
-            raise too_big
-    return b"".join(chunks)
+        raise Refused(f"{shown} is {kind_of(st.st_mode)}, not a regular file")
+    data = read_bounded(fd, max_bytes)
+    if data is None:
+        raise _too_big(shown, max(st.st_size, max_bytes + 1), max_bytes)
+    return data
 
 
 def read_file(path: str | os.PathLike[str], roots: Sequence[Path] | None = None,

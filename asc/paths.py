@@ -20,7 +20,9 @@ that sets a variable before use is honoured.
 | ``ASC_ALLOW_REMOTE_CODE`` | ``1``: a shared app offers "Trust remote code" | off |
 | ``ASC_PASSWORD`` | a password every visitor types before the app shows anything | not set: no gate |
 | ``ASC_TOKEN`` | the access token a visitor presents (``?token=``); ``off``: none | local mode: a random one per start |
-| ``ASC_RAY_ADDRESS`` | the Ray cluster ``python -m asc eval --engine ray`` joins (``auto``, ``ray://host:10001``) | not set: a local Ray |
+| ``ASC_RAY_ADDRESS`` | the Ray cluster ``--engine ray`` and the app's corpus runs join (``HOST:6379``, ``ray://HOST:10001``; ``auto`` not in shared mode) | not set: a local Ray (the app: no Ray) |
+
+``RAY_USE_TLS`` (Ray's own variable, read by :func:`ray_uses_tls`) tells the probe of a cluster's address to expect TLS.
 
 Relative folders are taken relative to the app's folder (``APP_ROOT``), not to the working
 directory, so ``make app``, the CLI and the tests agree on where runs live.
@@ -34,7 +36,8 @@ from pathlib import Path
 __all__ = [
     "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "blanca_dir",
     "cache_dir", "data_roots", "default_model", "gluecode_dir", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
-    "access_token", "allow_remote_code", "child_environment", "allowed_models", "app_password", "quiet_libraries", "ray_address", "shared_override",
+    "access_token", "allow_remote_code", "allowed_models", "app_password", "child_environment", "quiet_libraries",
+    "ray_address", "ray_uses_tls", "shared_override",
 ]
 
 APP_ROOT = Path(__file__).resolve().parent.parent
@@ -183,3 +186,8 @@ def quiet_libraries() -> None:
 def ray_address() -> str | None:
     """The Ray cluster ``--engine ray`` joins by default: ``$ASC_RAY_ADDRESS`` (None: start a local Ray)."""
     return _env("ASC_RAY_ADDRESS") or None
+
+
+def ray_uses_tls() -> bool:
+    """``RAY_USE_TLS=1`` (Ray's own variable): the cluster's gRPC servers speak TLS."""
+    return bool(_flag("RAY_USE_TLS"))

@@ -38,13 +38,14 @@ if "code" not in st.session_state:
 left, right = st.columns([3, 2])
 with left:
     st.selectbox("Example", list(examples), key="example", on_change=_load_example)
-    upload = st.file_uploader("or upload a .py / .java file", type=["py", "java", "txt"], key="upload")
+    upload = st.file_uploader("or upload a .py / .java file", key="upload")  # name checked below, not by type=
     if upload is not None and st.session_state.get("uploaded_id") != upload.file_id:
         try:
-            st.session_state["code"] = guards.decode_upload(upload.getvalue(), upload.name)
+            name = guards.upload_name(upload.name, guards.CODE_UPLOADS)
+            st.session_state["code"] = guards.decode_upload(upload.getvalue(), name)
             st.session_state["uploaded_id"] = upload.file_id
         except AscError as err:
-            st.error(str(err))
+            st.error(widgets.plain(str(err)))  # the browser's file name is the visitor's text
     code = st.text_area("Code", key="code", height=280)
 with right:
     max_new = st.slider("New tokens for Complete", 8, 256, 64, step=8, key="max_new")

@@ -37,7 +37,7 @@ with st.expander("Run probes", expanded=not cache.probe_results(folder)):
                              help="Decoders are summarised by their last token, encoders by [CLS] (change below).")
     tasks = c2.multiselect("Tasks", LAYER_TASKS, default=["KTX", "IDN", "LEN", "TYP", "CPX"], key="lp_tasks",
                            format_func=lambda t: f"{t}: {LAYER_TASK_INFO[t]}")
-    uploads = c2.file_uploader("INSPECT task files (split<TAB>label<TAB>text)", type=["tsv", "txt"],
+    uploads = c2.file_uploader("INSPECT task files (split<TAB>label<TAB>text), .tsv or .txt",  # names: upload_name
                                accept_multiple_files=True, key="lp_files",
                                max_upload_size=MAX_TASK_FILE_BYTES // 2**20)
     d1, d2, d3, d4 = st.columns(4)
@@ -51,9 +51,10 @@ with st.expander("Run probes", expanded=not cache.probe_results(folder)):
         uploaded, refused = [], False  # parsed in memory, kept under a content hash: the browser's name is no path
         for up in uploads or []:
             try:
-                uploaded.append(store_upload(up.getvalue(), up.name, folder / "uploads"))
+                name = guards.upload_name(up.name, guards.TASK_UPLOADS)
+                uploaded.append(store_upload(up.getvalue(), name, folder / "uploads"))
             except AscError as err:
-                st.error(str(err))
+                st.error(widgets.plain(str(err)))  # the browser's file name is the visitor's text
                 refused = True
         if not models or not (tasks or uploaded):
             st.error("Choose at least one model and one task (or upload a task file).")

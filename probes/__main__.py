@@ -13,7 +13,16 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from asc.cli import add_model_options, load_bundle, run, stage_bar
+from asc.cli import (
+    Parser,
+    add_model_options,
+    load_bundle,
+    non_negative_int,
+    path_text,
+    positive_int,
+    run,
+    stage_bar,
+)
 from probes.features import PROBE_MAX_TOKENS
 from probes.gluecode.likelihood import DEFAULT_MAX_WINDOW
 
@@ -184,7 +193,7 @@ def _steps_only(update: Callable[[str, int, int], None] | None, stage: str) -> C
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m probes", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m probes", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("layers", help="INSPECT: linear probes on every layer, per task (INSPECT's 15, glueCode's "
                        "NPATH and NULL; resumable)")
@@ -192,28 +201,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="embedded name (smollm2-135m, gemma3-270m, minilm-l6), folder, .gguf or hub id; repeatable")
     p.add_argument("--tasks", default="", help="comma-separated tasks: INSPECT's (KTX,IDN,...; 'all': the 15) "
                    "and glueCode's NPATH and NULL (NULL runs mypy: stdlib, algorithms or a folder of .py files)")
-    p.add_argument("--task-file", action="append", help="an INSPECT TSV task file (split<TAB>label<TAB>text); repeatable")
-    p.add_argument("--out", required=True, help="run folder (results are resumed from it)")
-    p.add_argument("--corpus", default="stdlib", help="corpus the tasks are built from (default stdlib)")
-    p.add_argument("--size", type=int, default=1000, help="samples per task (1000 default, 10000 on request)")
+    p.add_argument("--task-file", action="append", type=path_text, help="an INSPECT TSV task file (split<TAB>label<TAB>text); repeatable")
+    p.add_argument("--out", required=True, type=path_text, help="run folder (results are resumed from it)")
+    p.add_argument("--corpus", type=path_text, default="stdlib", help="corpus the tasks are built from (default stdlib)")
+    p.add_argument("--size", type=positive_int, default=1000, help="samples per task (1000 default, 10000 on request)")
     p.add_argument("--pooling", default="auto", choices=["auto", "last", "mean", "first"],
                    help="summary vector: auto = last token for decoders, first/CLS for encoders")
-    p.add_argument("--max-tokens", type=int, default=PROBE_MAX_TOKENS, help="longer samples are truncated")
-    p.add_argument("--seed", type=int, default=0, help="task sampling, splits and control labels")
+    p.add_argument("--max-tokens", type=positive_int, default=PROBE_MAX_TOKENS, help="longer samples are truncated")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="task sampling, splits and control labels")
     p.add_argument("--baseline", default="minilm-l6", help="model name for the normalized table (Table III)")
     add_model_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_layers)
     p = sub.add_parser("attention", help="CodeSyntax: attention heads scored against syntactic relations")
     p.add_argument("--model", action="append", required=True, help="embedded name, folder, .gguf or hub id; repeatable")
-    p.add_argument("--corpus", default="humaneval", help="humaneval, algorithms, stdlib, a folder, file or .jsonl")
-    p.add_argument("--out", required=True, help="output folder (one sub-folder per model)")
-    p.add_argument("--limit", type=int, default=200, help="functions taken from the corpus (default 200)")
-    p.add_argument("--max-lines", type=int, default=40, help="longest function kept (attention memory grows as n^2)")
-    p.add_argument("--max-tokens", type=int, default=PROBE_MAX_TOKENS, help="longer snippets are skipped, never truncated")
-    p.add_argument("--max-k", type=int, default=20, help="top-k scored for k = 1..max-k")
+    p.add_argument("--corpus", type=path_text, default="humaneval", help="humaneval, algorithms, stdlib, a folder, file or .jsonl")
+    p.add_argument("--out", required=True, type=path_text, help="output folder (one sub-folder per model)")
+    p.add_argument("--limit", type=positive_int, default=200, help="functions taken from the corpus (default 200)")
+    p.add_argument("--max-lines", type=positive_int, default=40, help="longest function kept (attention memory grows as n^2)")
+    p.add_argument("--max-tokens", type=positive_int, default=PROBE_MAX_TOKENS, help="longer snippets are skipped, never truncated")
+    p.add_argument("--max-k", type=positive_int, default=20, help="top-k scored for k = 1..max-k")
     p.add_argument("--val-fraction", type=float, default=0.5, help="snippets used to choose the best head")
-    p.add_argument("--seed", type=int, default=0, help="val/test split seed")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="val/test split seed")
     add_model_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_attention)
@@ -222,12 +231,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", action="append", default=None,
                    help="embedded name, folder, .gguf or hub id; repeatable (none: build the tasks only)")
     p.add_argument("--tasks", default="all", help="all, or comma-separated among NPATH,OPS,NAME,CALL,NULL")
-    p.add_argument("--corpus", default="stdlib", help="stdlib, algorithms, humaneval, a folder or .jsonl")
+    p.add_argument("--corpus", type=path_text, default="stdlib", help="stdlib, algorithms, humaneval, a folder or .jsonl")
     p.add_argument("--context", default="function,file,callgraph", help="context levels, comma-separated")
-    p.add_argument("--size", type=int, default=1000, help="items per task (dev and test together)")
-    p.add_argument("--seed", type=int, default=0, help="item sampling and bootstrap seed")
-    p.add_argument("--out", required=True, help="run folder (tasks and predictions are resumed from it)")
-    p.add_argument("--max-window", type=int, default=DEFAULT_MAX_WINDOW,
+    p.add_argument("--size", type=positive_int, default=1000, help="items per task (dev and test together)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="item sampling and bootstrap seed")
+    p.add_argument("--out", required=True, type=path_text, help="run folder (tasks and predictions are resumed from it)")
+    p.add_argument("--max-window", type=positive_int, default=DEFAULT_MAX_WINDOW,
                    help=f"tokens of context at most (default {DEFAULT_MAX_WINDOW}, or the model's own if smaller); "
                    "longer contexts are cut from the far end")
     add_model_options(p)
@@ -243,18 +252,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "repeatable; needs --import-packages")
     p.add_argument("--import-packages", action="store_true",
                    help="allow importing --package modules to read their class docs (their top-level code runs)")
-    p.add_argument("--docs", default=None, help="the Python documentation's _sources folder (default: Debian's "
+    p.add_argument("--docs", default=None, type=path_text, help="the Python documentation's _sources folder (default: Debian's "
                    "python3.11-doc); R, L and F are skipped with a message when it is missing")
     p.add_argument("--finetune", action="append", default=None, metavar="TASKS",
                    help="fine-tune --finetune-base on these tasks' train split (R, or all, or e.g. H,U), then score "
                    "it; repeatable")
     p.add_argument("--finetune-base", default="minilm-l6", help="sentence-transformers folder or minilm-l6 (default)")
-    p.add_argument("--epochs", type=int, default=1, help="fine-tuning epochs (default 1)")
-    p.add_argument("--max-pairs", type=int, default=1000, help="training pairs drawn per task (default 1000)")
+    p.add_argument("--epochs", type=positive_int, default=1, help="fine-tuning epochs (default 1)")
+    p.add_argument("--max-pairs", type=positive_int, default=1000, help="training pairs drawn per task (default 1000)")
     p.add_argument("--split", default="test", choices=["test", "all"],
                    help="items the table reports (all: more items, pretrained models only)")
-    p.add_argument("--seed", type=int, default=0, help="item sampling, training and bootstrap seed")
-    p.add_argument("--out", required=True, help="run folder (tasks, scores and fine-tuned models are resumed from it)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="item sampling, training and bootstrap seed")
+    p.add_argument("--out", required=True, type=path_text, help="run folder (tasks, scores and fine-tuned models are resumed from it)")
     add_model_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_blanca)

@@ -11,6 +11,7 @@ import streamlit as st
 from asc.corpus.jobs import JobKind
 from asc.corpus.listing import broken_runs, run_folders, run_title
 from asc.errors import AscError, CorpusError, InputError
+from asc.files import shown
 from asc.models import ModelBundle
 from asc.paths import runs_dir
 from ui import access, jobs
@@ -89,6 +90,22 @@ def allowed(models: list[str], corpus: str | None = None, trust_remote_code: boo
         st.error(plain(str(err)))
         return False
     return True
+
+
+CODE_UPLOADS = (".py", ".java", ".txt")  # what the inspector's uploader takes
+TASK_UPLOADS = (".tsv", ".txt")  # what the layer page's uploader of INSPECT task files takes
+
+
+def upload_name(name: str, suffixes: tuple[str, ...]) -> str:
+    """The browser's file name of an upload, or an InputError: a NUL character in it, or another suffix than
+    ``suffixes``. Uploaders are made without Streamlit's ``type=`` check, which shows a traceback in place of the
+    page for a name with a NUL character: pages check the name here instead, before reading the bytes."""
+    if "\0" in name:
+        raise InputError(f"the uploaded file's name {shown(name)} contains a NUL character: rename the file and upload "
+                         "it again")
+    if not name.lower().endswith(suffixes):
+        raise InputError(f"{shown(name)} is not a {' / '.join(suffixes)} file: upload one of those")
+    return name
 
 
 def decode_upload(data: bytes, name: str) -> str:

@@ -43,10 +43,11 @@ DEMO_BUTTON = "Run a small demo (about a minute)"
 def job_queue() -> JobQueue:
     """The app-wide queue of long runs: they go on while users switch pages or leave. Jobs load their model
     through :func:`ui.cache.get_job_bundle`, apart from the model users inspect, with the job's
-    ``trust_remote_code``, device and dtype (pages submit the sidebar's: :func:`ui.widgets.placement`)."""
+    ``trust_remote_code``, device and dtype (pages submit the sidebar's: :func:`ui.widgets.placement`); a shared
+    server's policy (:func:`ui.access.policy`) keeps its corpus reads in the data roots and its Ray address explicit."""
     return JobQueue(lambda spec, trust_remote_code=False, device="auto", dtype="auto":
                     get_job_bundle(spec, trust_remote_code, device, dtype),
-                    roots=lambda: access.policy().corpus_roots)
+                    roots=lambda: access.policy().corpus_roots, shared=lambda: access.policy().shared)
 
 
 def owner() -> str:

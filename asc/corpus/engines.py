@@ -10,10 +10,20 @@ driver's machine only). The driver loads no model: meta.json describes the model
 (device and dtype included), and a resumed folder's settings are checked against it before anything is written. Parts are named by chunk, so results arriving out of order never collide; an
 interrupted run resumes under either engine, skipping the snippets either wrote.
 
-Ray is imported only when a run starts (``import asc`` does not import it). ``address`` None starts a
-local Ray instance on this machine (and shuts it down after); ``"auto"`` or ``"ray://host:10001"`` joins a
-cluster (see README, "Running on a Ray cluster"). Every node needs this repository importable (the same
-checkout, or ``pip install`` of it) and the model weights.
+Ray is imported only when a run starts (``import asc`` does not import it). ``address`` None (or ``local``)
+starts a local Ray instance on this machine (and shuts it down after) without looking for a running one;
+``HOST:PORT`` (the head's GCS port, 6379 by default) or ``ray://HOST:10001`` joins that cluster, and ``auto``
+the cluster Ray finds on this machine (see README, "Running on a Ray cluster"). Every node needs this repository
+importable (the same checkout, or ``pip install`` of it) and the model weights.
+
+**Joining a cluster** (:func:`resolve_address`, :func:`probe_address`, before the run folder is touched): ``auto``
+is looked up once (``RAY_ADDRESS``, else the file ``<tmp>/ray/ray_current_cluster``, else a running GCS), so the
+address checked is the address joined. The address must answer within :data:`CONNECT_TIMEOUT_S`: a TCP
+connection, then the HTTP/2 SETTINGS frame every gRPC server (Ray's GCS, the Ray Client server) sends first. A
+port where nothing listens, a host that drops packets or a socket that never answers fail the run with one line
+in that time, where ``ray.init`` would retry for minutes. A shared app refuses ``auto``
+(:func:`check_shared_address`): ``/tmp/ray`` is writable by every user of the machine, so whoever writes that file
+would choose the cluster, and the queue runs one job at a time for everybody.
 """
 
 from __future__ import annotations
@@ -21,6 +31,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import socket
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -45,10 +57,80 @@ from asc.corpus.sources import Snippet
 from asc.errors import AscError, CorpusError
 from asc.forks import ForkSettings
 from asc.lens import lens_scores
+from asc.paths import ray_uses_tls
 
-__all__ = ["ChunkScorer", "run_corpus_ray"]
+__all__ = ["CONNECT_TIMEOUT_S", "ChunkScorer", "check_shared_address", "probe_address", "resolve_address",
+           "run_corpus_ray"]
 
 log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_S = 20.0  # seconds a cluster's address may take to answer (ray.init's own retries take minutes)
+_ADDRESS = re.compile(r"(?:ray://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>\d{1,5})")
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # and an empty SETTINGS
+_FIX = "HOST:6379 (the head's GCS port) or ray://HOST:10001 (Ray Client)"
+
+
+def check_shared_address(address: str) -> None:
+    """CorpusError for ``auto`` on a shared server: the cluster it joins is named by a file any local user can write."""
+    if address.strip().lower() == "auto":
+        raise CorpusError("ASC_RAY_ADDRESS=auto is refused on a shared server: Ray would join the cluster named in "
+                          "<tmp>/ray/ray_current_cluster, a file every user of this machine can write. Set "
+                          f"ASC_RAY_ADDRESS to the cluster's own address, {_FIX}, and restart the app")
+
+
+def resolve_address(address: str | None) -> str:
+    """What ``ray.init`` is given: ``local`` for None, "" or ``local`` (a new Ray on this machine; nothing is looked
+    up), the address Ray finds for ``auto``, else ``HOST:PORT`` or ``ray://HOST:PORT`` as given. CorpusError for
+    other text, or when ``auto`` finds no cluster."""
+    text = (address or "").strip()
+    if text.lower() in ("", "local"):
+        return "local"
+    if text.lower() == "auto":
+        try:
+            from ray._private.services import canonicalize_bootstrap_address
+        except ImportError:  # moved in another Ray version: ray.init looks it up (and is not probed)
+            return "auto"
+        try:
+            found = canonicalize_bootstrap_address("auto")
+        except (ConnectionError, ValueError) as err:
+            raise CorpusError(f"address auto found no usable Ray cluster on this machine ({str(err)[:200]}): start one "
+                              f"with `ray start --head`, or give its address, {_FIX}") from None
+        return found or "auto"
+    match = _ADDRESS.fullmatch(text)
+    if match is None or not 0 < int(match["port"]) < 65536:
+        raise CorpusError(f"Ray address {text[:100]!r} is not an address: give {_FIX}, or auto (a cluster started "
+                          "on this machine)")
+    return text
+
+
+def probe_address(address: str, timeout: float | None = None) -> None:
+    """CorpusError unless the cluster at ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``; others are left to Ray)
+    answers within ``timeout`` seconds (:data:`CONNECT_TIMEOUT_S`): a TCP connection, then an HTTP/2 SETTINGS frame
+    (with ``RAY_USE_TLS=1``, the connection only)."""
+    match = _ADDRESS.fullmatch(address)
+    if match is None:
+        return
+    limit = CONNECT_TIMEOUT_S if timeout is None else timeout
+    deadline = time.monotonic() + limit
+    check = "check that it runs (`ray status` on its head) and that ASC_RAY_ADDRESS or --address names it"
+    try:
+        with socket.create_connection((match["host"].strip("[]"), int(match["port"])), timeout=limit) as sock:
+            if ray_uses_tls():
+                return
+            sock.sendall(_HTTP2_PREFACE)
+            header = b""
+            while len(header) < 9:
+                sock.settimeout(max(0.01, deadline - time.monotonic()))
+                chunk = sock.recv(9 - len(header))
+                if not chunk:
+                    raise CorpusError(f"the Ray cluster at {address} closed the connection without answering: {check}")
+                header += chunk
+    except TimeoutError:
+        raise CorpusError(f"the Ray cluster at {address} did not answer within {limit:g} s: {check}") from None
+    except OSError as err:
+        raise CorpusError(f"the Ray cluster at {address} cannot be reached ({err.strerror or err}): {check}") from None
+    if header[3] != 4:
+        raise CorpusError(f"{address} answered, but not as a Ray cluster (no gRPC server): give {_FIX}")
 
 
 class ChunkScorer:
@@ -96,8 +178,8 @@ class ChunkScorer:
         return pd.DataFrame(rows)
 
 
-def _start_ray(address: str | None, progress: bool) -> bool:
-    """Connect to (``address``) or start a local Ray; True when this call started it (then shut it down after)."""
+def _start_ray(address: str, progress: bool) -> bool:
+    """Connect to ``address`` (``local``: start a Ray here); True when this call did (then shut it down after)."""
     import ray
 
     if ray.is_initialized():
@@ -122,13 +204,16 @@ def run_corpus_ray(model_spec: str, snippets: Sequence[Snippet], out: str | Path
 
     ``workers``: actors in the pool (default: one per GPU of the cluster, or 2 without GPUs);
     ``gpus_per_worker``: GPUs each actor asks for (default: 1 when the cluster has GPUs, else 0);
-    ``address``: the Ray cluster to join (None: a local Ray on this machine); ``device``/``dtype``: where each
+    ``address``: the Ray cluster to join (None: a local Ray on this machine; a cluster's address must answer within
+    :data:`CONNECT_TIMEOUT_S`, see the module doc); ``device``/``dtype``: where each
     actor puts its model (:func:`asc.models.load_model`). The other arguments are
     :func:`~asc.corpus.runs.run_corpus`'s; ``should_stop`` is asked after every chunk written. The model's
     description in meta.json (and the settings check of a resumed folder) comes from the first actor's model,
     so the driver loads no model.
     """
     options = options or AlignOptions()
+    target = resolve_address(address)
+    probe_address(target)  # before the run folder is touched: an address that does not answer fails in seconds
     plan_args: dict[str, Any] = {"corpus": corpus, "aggregate": aggregate, "options": options,
                                  "max_window": max_window, "layers": layers, "forks": forks}
     with open_run(out) as folder:
@@ -142,7 +227,7 @@ def run_corpus_ray(model_spec: str, snippets: Sequence[Snippet], out: str | Path
             return finish_run(plan_run(bundle.describe(), snippets, folder, **plan_args))
         import ray
 
-        started = _start_ray(address, bool(progress))
+        started = _start_ray(target, bool(progress))
         try:
             return _score(ray, first_part, [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)],
                           folder, snippets, plan_args, progress=progress, on_progress=on_progress,

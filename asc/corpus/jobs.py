@@ -16,7 +16,13 @@ checked when submitted as the CLI's ``--device``/``--dtype`` are (:func:`asc.dev
 passed to the queue's loader. When ``ASC_RAY_ADDRESS`` is set (:func:`asc.paths.ray_address`, read when
 a job starts), corpus runs are scored on that Ray cluster (:func:`asc.corpus.engines.run_corpus_ray`: the
 actors load the model, in ``auto`` placement unless the job names one) instead of in this process; either
-way the job's progress counts the snippets written into its run folder.
+way the job's progress counts the snippets written into its run folder. A shared server's queue (``shared``)
+refuses ``auto`` before connecting (:func:`asc.corpus.engines.check_shared_address`), and an address that does
+not answer fails its job within :data:`asc.corpus.engines.CONNECT_TIMEOUT_S`: the next job then runs.
+
+Corpus paths are checked when submitted (no NUL, not too long: :func:`asc.files.check_path_text`). An
+``OSError`` met by a job anyway (a file gone, a full disk) fails it with one line
+(:func:`asc.files.os_error_message`), logged without a traceback: it is about files, not a bug.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from asc.corpus.runs import run_corpus
 from asc.corpus.sources import load_corpus
 from asc.device import check_names
 from asc.errors import AscError
+from asc.files import check_path_text, os_error_message
 from asc.models import ModelBundle
 from asc.paths import data_roots, ray_address
 
@@ -121,13 +128,16 @@ class JobQueue:
     """Corpus runs executed one at a time by a daemon thread started on the first submit."""
 
     def __init__(self, load: Callable[..., ModelBundle],
-                 roots: Callable[[], Sequence[Path] | None] | None = None) -> None:
+                 roots: Callable[[], Sequence[Path] | None] | None = None,
+                 shared: Callable[[], bool] | None = None) -> None:
         # load(spec) -> ModelBundle, called with trust_remote_code=<the job's choice> for jobs that allow remote
         # code (the app passes its cached loader of jobs, apart from the model users inspect)
         self._load = load
         # roots() (asked when a job starts): the folders corpus paths of eval jobs must lie in (None: any folder
         # unless ASC_DATA_ROOTS is set); the shared app passes its policy's roots, () = built-in corpora only
         self._roots = roots
+        # shared() (asked when a Ray job starts): whether this is a shared server (ASC_RAY_ADDRESS=auto is refused)
+        self._shared = shared
         self._queue: queue.Queue[Job] = queue.Queue()
         self._jobs: list[Job] = []
         self._lock = threading.Lock()
@@ -137,7 +147,9 @@ class JobQueue:
                trust_remote_code: bool = False, owner: str = "", device: str | None = None,
                dtype: str | None = None) -> Job:
         """Queue an AsC-Eval run of ``corpus`` (at most ``limit`` snippets) into :func:`run_folder`, its model on
-        ``device`` in ``dtype`` (:class:`asc.errors.InputError` for names ``--device``/``--dtype`` refuse)."""
+        ``device`` in ``dtype`` (:class:`asc.errors.InputError` for names ``--device``/``--dtype`` refuse, or a
+        corpus path no file system takes)."""
+        check_path_text(corpus, "corpus")
         return self._enqueue(kind=JobKind.EVAL, model=model, corpus=corpus, limit=limit,
                              out=run_folder(root, model, corpus, limit), batch_size=batch_size,
                              trust_remote_code=trust_remote_code, owner=owner, **_placement(device, dtype))
@@ -213,6 +225,8 @@ class JobQueue:
                 address = ray_address()
                 job.engine = "ray" if address else "local"
                 if address:  # the cluster's actors load the model; this process loads none
+                    if self._shared is not None and self._shared():
+                        engines.check_shared_address(address)  # before any connection
                     engines.run_corpus_ray(job.model, snippets, job.out, address=address,
                                            trust_remote_code=job.trust_remote_code, device=job.device or "auto",
                                            dtype=job.dtype or "auto", **settings)
@@ -221,6 +235,9 @@ class JobQueue:
                 job.status = "cancelled" if job.cancel.is_set() else "done"
             except AscError as err:
                 job.status, job.error = "failed", str(err)
+            except OSError as err:  # a path or a disk, not a bug: one line, no traceback in the log
+                job.status, job.error = "failed", os_error_message(err)
+                log.warning("run %s failed: %s", job.id, job.error)
             except Exception as err:  # keep the worker alive; report the failure in the UI
                 log.exception("corpus run %s failed", job.id)
                 job.status, job.error = "failed", f"{type(err).__name__}: {err}"

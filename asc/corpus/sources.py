@@ -20,13 +20,14 @@ Files that are not valid UTF-8 are skipped with a warning.
 
 Specs that would read far more than a corpus are refused with a :class:`asc.errors.CorpusError` naming
 the fix (:func:`check_corpus_spec`): an empty spec (it used to mean the working directory), the
-filesystem root, the home folder itself, and a folder with more than :data:`MAX_FILES` source files.
+filesystem root, the home folder itself, a folder with more than :data:`MAX_FILES` source files, and a file
+over :data:`MAX_SOURCE_BYTES` (``.py``/``.java``) or :data:`MAX_JSONL_BYTES` (``.jsonl``), checked before it is
+read (inside a folder such a file is skipped with a warning).
 Given ``roots`` (the app passes :func:`asc.paths.data_roots`), a folder or file must lie inside one of
 them once symlinks are resolved; links inside a folder that point outside are skipped. That is checked twice:
 on the path first (a clear message), then on what was opened, and read from that same descriptor
 (:mod:`asc.confined`), so a file swapped for a link to the outside after the first check is refused too.
-Only regular files are read: a source file over :data:`MAX_FILE_BYTES` is skipped with a warning, a ``.jsonl``
-over :data:`MAX_JSONL_BYTES` refused. ``.jsonl`` lines
+Only regular files are read. ``.jsonl`` lines
 that are not JSON objects with a ``code`` string, hold lone surrogates (``"\\ud800"``, which no UTF-8
 file can store) or name an unknown language are skipped with a warning; a file with no usable line is refused.
 """
@@ -48,10 +49,11 @@ from pathlib import Path
 
 from asc import confined
 from asc.errors import CorpusError
+from asc.files import os_error_message
 from asc.syntax import LANGUAGES, get_parser
 
 __all__ = ["Snippet", "BUILTIN_CORPORA", "load_corpus", "check_corpus_spec", "extract_functions", "DEFAULT_MIN_LINES",
-           "DEFAULT_MAX_LINES", "MAX_FILES", "MAX_FILE_BYTES", "MAX_JSONL_BYTES"]
+           "DEFAULT_MAX_LINES", "MAX_FILES", "MAX_JSONL_BYTES", "MAX_SOURCE_BYTES"]
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +61,7 @@ BUILTIN_CORPORA = ("humaneval", "algorithms", "stdlib")
 DEFAULT_MIN_LINES = 5
 DEFAULT_MAX_LINES = 60
 MAX_FILES = 50_000  # source files read from one folder at most (CPython's stdlib has ~2,000)
-MAX_FILE_BYTES = 16 * 2**20  # one .py/.java file at most (the stdlib's largest is under 1 MiB); larger: skipped
+MAX_SOURCE_BYTES = 8 * 2**20  # one .py/.java file (stdlib's largest: 0.8 MB; 8 MB take ~0.2 GB to parse); larger: skipped
 MAX_JSONL_BYTES = 512 * 2**20  # one .jsonl corpus at most; larger: refused
 _EXTENSIONS = {".py": "python", ".java": "java"}
 _FUNCTION_TYPES = {"python": ("function_definition",), "java": ("method_declaration", "constructor_declaration")}
@@ -129,7 +131,7 @@ def _files(top_fd: int, top: Path, roots: Sequence[Path] | None = None) -> Itera
     """(path relative to the folder, bytes) of the source files below the folder opened as ``top_fd`` (sorted), at
     most :data:`MAX_FILES`; with ``roots``, files whose opened descriptor lies outside them are skipped."""
     n = 0
-    for rel, data in confined.walk_files(top_fd, top, roots, keep_dir=_keep_dir, max_bytes=MAX_FILE_BYTES,
+    for rel, data in confined.walk_files(top_fd, top, roots, keep_dir=_keep_dir, max_bytes=MAX_SOURCE_BYTES,
                                          keep_file=lambda name: Path(name).suffix in _EXTENSIONS):
         n += 1
         if n > MAX_FILES:
@@ -260,7 +262,7 @@ def _iter_corpus(spec: str, min_lines, max_lines, roots: Sequence[Path] | None) 
     except (FileNotFoundError, NotADirectoryError):
         raise _unknown(spec) from None
     except OSError as err:
-        raise CorpusError(f"corpus {spec!r} cannot be read ({err.strerror or err}): check its permissions") from None
+        raise CorpusError(f"corpus {os_error_message(err, path)}") from None
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
@@ -268,7 +270,7 @@ def _iter_corpus(spec: str, min_lines, max_lines, roots: Sequence[Path] | None) 
         elif stat.S_ISREG(mode) and path.suffix == ".jsonl":
             yield from _jsonl(path, confined.read_fd(fd, path, MAX_JSONL_BYTES), min_lines, max_lines)
         elif stat.S_ISREG(mode) and path.suffix in _EXTENSIONS:
-            yield from _from_files([(path.name, confined.read_fd(fd, path, MAX_FILE_BYTES))], "", path.parent,
+            yield from _from_files([(path.name, confined.read_fd(fd, path, MAX_SOURCE_BYTES))], "", path.parent,
                                    ext_min, ext_max)
         else:
             raise _unknown(spec)

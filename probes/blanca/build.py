@@ -107,6 +107,8 @@ def build_task_set(out: str | Path, tasks: Sequence[str] = BLANCA_TASKS, *, pack
     if packages and not import_packages:
         raise InputError(f"--package {', '.join(packages)} imports that package's modules to read class docs "
                          "(their top-level code runs): confirm with --import-packages")
+    if packages:
+        _package_roots(packages)  # an unknown package is refused before any task file is written
     skipped_path = folder / "skipped.json"
     skipped: dict[str, str] = json.loads(skipped_path.read_text()) if skipped_path.exists() else {}
     wanted = parse_tasks(list(tasks))

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from asc.confined import Refused, read_file
-from asc.corpus.sources import MAX_FILE_BYTES
+from asc.corpus.sources import MAX_SOURCE_BYTES
 
 __all__ = ["MAX_EDGES", "MAX_PER_NAME", "CorpusFiles", "Definition", "ModuleInfo", "PackageIndex", "called_names",
            "ast_noncode_spans", "callgraph_text", "merge_spans", "corpus_root", "module_name", "parse_module"]
@@ -270,7 +270,7 @@ class CorpusFiles:
             if len(self._texts) >= 64:
                 self._texts.pop(next(iter(self._texts)))
             try:
-                self._texts[rel] = (read_file(self.root / rel, self.roots, MAX_FILE_BYTES).decode("utf-8")
+                self._texts[rel] = (read_file(self.root / rel, self.roots, MAX_SOURCE_BYTES).decode("utf-8")
                                     if self.root is not None else None)
             except (OSError, UnicodeDecodeError, Refused) as err:
                 log.info("glueCode contexts: %s cannot be read (%s)", rel, err)

@@ -60,7 +60,7 @@ from pathlib import Path
 
 from asc.atomic import write_atomic
 from asc.confined import open_path, read_fd, walk_files
-from asc.corpus.sources import MAX_FILE_BYTES, MAX_FILES, check_corpus_spec
+from asc.corpus.sources import MAX_FILES, MAX_SOURCE_BYTES, check_corpus_spec
 from asc.errors import AscError, CorpusError
 from asc.paths import cache_dir
 
@@ -231,13 +231,13 @@ def corpus_texts(spec: str, roots: Sequence[Path] | None = None) -> tuple[Path, 
     try:
         mode = os.fstat(fd).st_mode
         if not builtin and stat.S_ISREG(mode) and root.suffix == ".py":
-            return root.parent, {root.name: read_fd(fd, root, MAX_FILE_BYTES)}
+            return root.parent, {root.name: read_fd(fd, root, MAX_SOURCE_BYTES)}
         if not stat.S_ISDIR(mode):
             raise wrong
         prefix = "" if base == root else f"{root.name}/"
         texts: dict[str, bytes] = {}
         for rel, data in walk_files(fd, root, allowed, keep_dir=lambda d: d not in _SKIP_DIRS and not d.startswith("."),
-                                    keep_file=lambda name: name.endswith(".py"), max_bytes=MAX_FILE_BYTES,
+                                    keep_file=lambda name: name.endswith(".py"), max_bytes=MAX_SOURCE_BYTES,
                                     inside_top=True):
             texts[prefix + rel] = data
             if len(texts) > MAX_FILES:

@@ -4,6 +4,7 @@ input exits 2 with exactly one line on stderr and no traceback, and a refused ru
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -157,3 +158,93 @@ def test_broken_parquet_parts_exit_2_with_one_line(good_run, tmp_path, command, 
     assert_one_line(asc(*args), "lacks the column value")
     part.write_bytes(part.read_bytes()[:64])
     assert_one_line(asc(*args), "cannot be read")
+
+
+# ------------------------------------------------------------------ issue 28, part 6: loose ends of the commands
+
+LONG = "a" * 300  # one path part over the 255 bytes file systems take (ENAMETOOLONG)
+
+
+def run_args(good_run: Path, tmp_path: Path) -> dict[str, tuple[list[str], str]]:
+    """Bad arguments of every command: (argv, what stderr names). Each is refused before anything is read."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.py"
+    with open(big, "wb") as f:  # 50 MB, sparse: its size is refused before a byte is read
+        f.truncate(50 * 2**20)
+    code = tmp_path / "m.py"
+    code.write_text(CODE.format(i=1))
+    ok = ["--model", "tiny-random"]
+    return {
+        "compare a symlink loop": (["compare", str(loop)], "symlink loop"),
+        "compare --out in /proc": (["compare", str(good_run), "--out", "/proc/x.csv", "--n-boot", "10"], "/proc/x.csv"),
+        "compare --seed -1": (["compare", str(good_run), "--seed", "-1"], "--seed"),
+        "compare a long name": (["compare", str(tmp_path / LONG)], "at most 255"),
+        "explain --device ''": (["explain", str(code), "--device", "", *ok], "--device: is empty"),
+        "eval --min-lines -3": (["eval", "--corpus", "humaneval", "--out", str(tmp_path / "o"), "--min-lines", "-3",
+                                 *ok], "--min-lines"),
+        "eval --min-lines above --max-lines": (["eval", "--corpus", "humaneval", "--out", str(tmp_path / "o"),
+                                                "--min-lines", "9", "--max-lines", "3", *ok], "min <= max"),
+        "eval --seed -1": (["eval", "--corpus", "humaneval", "--out", str(tmp_path / "o"), "--seed", "-1", *ok],
+                           "--seed"),
+        "eval a 50 MB file": (["eval", "--corpus", str(big), "--out", str(tmp_path / "o"), *ok], "50.0 MB, over the 8 MB"),
+        "eval a long corpus name": (["eval", "--corpus", str(tmp_path / LONG), "--out", str(tmp_path / "o"), *ok],
+                                    "at most 255"),
+        "causal --min-snippets -1": (["causal", str(good_run), "--out", str(tmp_path / "c.csv"), "--min-snippets", "-1"],
+                                     "--min-snippets"),
+        "causal --simulations 0": (["causal", str(good_run), "--out", str(tmp_path / "c.csv"), "--simulations", "0"],
+                                   "--simulations"),
+        "causal --out a folder": (["causal", str(good_run), "--out", str(tmp_path)], "is a folder: give a file name"),
+        "explain a folder": (["explain", str(tmp_path), *ok], "is a folder, not a file"),
+        "explain a named pipe": (["explain", str(fifo), *ok], "is a named pipe (FIFO), not a file"),  # never blocks
+        "explain /dev/null": (["explain", "/dev/null", *ok], "/dev/null is a character device, not a file"),
+        "explain /dev/zero": (["explain", "/dev/zero", *ok], "/dev/zero is a character device, not a file"),
+        "explain a long name": (["explain", str(tmp_path / f"{LONG}.py"), *ok], "at most 255"),
+    }
+
+
+CASES_6 = ["compare a symlink loop", "compare --out in /proc", "compare --seed -1", "compare a long name",
+           "explain --device ''", "eval --min-lines -3", "eval --min-lines above --max-lines", "eval --seed -1",
+           "eval a 50 MB file", "eval a long corpus name", "causal --min-snippets -1", "causal --simulations 0",
+           "causal --out a folder", "explain a folder", "explain a named pipe", "explain /dev/null", "explain /dev/zero",
+           "explain a long name"]
+
+
+@pytest.mark.parametrize("case", CASES_6)
+def test_loose_ends_exit_2_with_one_line_and_write_nothing(good_run, tmp_path, case):
+    cases = run_args(good_run, tmp_path)
+    assert sorted(cases) == sorted(CASES_6)
+    args, needle = cases[case]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert_one_line(asc(*args), needle)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no --out folder or table was made
+    assert not Path("/proc/x.csv").exists()
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--package", "nonexistent_pkg_zz", "--import-packages"], "--package nonexistent_pkg_zz: no installed package"),
+    (["--max-pairs", "0", "--finetune", "R"], "--max-pairs: must be at least 1"),
+    (["--epochs", "0", "--finetune", "R"], "--epochs: must be at least 1"),
+    (["--seed", "-1"], "--seed: must be at least 0"),
+], ids=["unknown package", "max-pairs 0", "epochs 0", "seed -1"])
+def test_blanca_refuses_bad_arguments_before_writing_a_task_file(tmp_path, extra, needle):
+    out = run_module("probes", "blanca", "--model", "tiny-random", "--out", str(tmp_path / "X"), "--quiet", *extra,
+                     timeout=300)
+    assert_one_line(out, needle)
+    assert not (tmp_path / "X").exists()  # it used to leave 11 MB of task files under X/tasks
+
+
+def test_a_file_over_the_limit_inside_a_corpus_folder_is_skipped_unread(tmp_path, caplog):
+    import logging
+
+    from asc.corpus.sources import MAX_SOURCE_BYTES, load_corpus
+
+    (tmp_path / "a.py").write_text(CODE.format(i=1))
+    with open(tmp_path / "b.py", "wb") as f:
+        f.truncate(MAX_SOURCE_BYTES + 1)
+    with caplog.at_level(logging.WARNING, logger="asc.corpus.sources"):
+        snippets = load_corpus(str(tmp_path))
+    assert [s.origin for s in snippets] == ["a.py"]
+    assert "b.py" in caplog.text and "over the 8 MB a file may have" in caplog.text

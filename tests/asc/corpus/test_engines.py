@@ -123,3 +123,14 @@ def test_cli_ray_engine_takes_its_address_from_asc_ray_address(monkeypatch, tmp_
     assert seen["address"] == "ray://head:10001" and seen["workers"] == 3 and seen["gpus_per_worker"] == 0.5
     assert seen["spec"] == "tiny-random" and seen["n"] == 3
     assert main([*args, "--address", "auto"]) == 2 and seen["address"] == "auto"
+
+
+@pytest.mark.slow
+def test_the_address_probe_accepts_a_real_ray_head(ray_local):
+    """The probe run before ray.init (tests/attacks/test_ray_address.py) takes a real GCS's first answer: the
+    HTTP/2 SETTINGS frame of its gRPC server."""
+    from asc.corpus.engines import probe_address, resolve_address
+
+    address = ray_local.get_runtime_context().gcs_address
+    assert resolve_address(address) == address
+    probe_address(address, timeout=10)  # raises CorpusError when it does not answer as a gRPC server
