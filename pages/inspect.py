@@ -127,7 +127,7 @@ def views() -> None:
     c1, c2, c3 = st.columns([2, 2, 3])
     fold = c1.number_input("Fold below depth (0 = off)", 0, 60, 0, key="fold")
     collapse = c2.checkbox("Collapse unary chains", value=True, key="collapse")
-    options = {-1: "none"} | {i: f"{i}: {ex.tree.type[i]}  {ex.tree.text(i)[:40]!r}" for i in range(ex.tree.n_nodes)
+    options = {-1: "none"} | {i: f"{i}: {ex.tree.type[i]}  {ex.tree.text(i, limit=40)!r}" for i in range(ex.tree.n_nodes)
                               if ex.tree.named[i] or ex.tree.is_missing[i]}
     picked = c3.selectbox("Inspect node", list(options), format_func=options.get, key="node_pick")
     selected = st.session_state.get("selected")
