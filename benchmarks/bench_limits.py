@@ -238,7 +238,7 @@ def main() -> None:
              "everything else (parse, align, aggregate, figures); pairs: (node, token) bindings; peak: the fresh "
              "subprocess's max RSS (model and interpreter included; base: after loading the model and a warm-up)",
              ""]
-    head = (f"{'model':<13} {'input':<36} {'chars':>6} {'tokens':>6} {'nodes':>6} {'depth':>5} {'pairs':>10} "
+    head = (f"{'model':<13} {'input':<38} {'chars':>6} {'tokens':>6} {'nodes':>6} {'depth':>5} {'pairs':>10} "
             f"{'total s':>7} {'model s':>7} {'rest s':>6} {'peak MB':>7} {'base MB':>7}  result")
     lines += [head, "-" * len(head)]
     print("\n".join(lines), flush=True)
@@ -250,7 +250,7 @@ def main() -> None:
                 continue
             row = _run_child(model, source)
             ok = row["seconds"] < LIMIT_S and row["peak_mb"] < LIMIT_GB * 1024
-            line = (f"{model:<13} {name:<36} {len(source):>6} {row['tokens']:>6} {row['nodes']:>6} {row['depth']:>5} "
+            line = (f"{model:<13} {name:<38} {len(source):>6} {row['tokens']:>6} {row['nodes']:>6} {row['depth']:>5} "
                     f"{row['bindings']:>10,} {row['seconds']:>7.2f} {row['model_seconds']:>7.2f} "
                     f"{row['seconds'] - row['model_seconds']:>6.2f} {row['peak_mb']:>7.0f} {row['base_mb']:>7.0f}  "
                     f"{'PASS' if ok else 'FAIL'}")

@@ -13,6 +13,7 @@ import json
 import streamlit as st
 
 from asc import AscError
+from asc.explain import check_source
 from asc.export import csv_text
 from asc.viz import category_figure, figure_html, sequence_html, standalone_html, tree_figure
 from ui import branches_view, cache, depth_view, guards, widgets
@@ -60,6 +61,7 @@ if do_complete or do_explain:
         if not code.strip():
             raise ValueError("The editor is empty: pick an example or paste some code.")
         guards.check_length(code)
+        check_source(code, settings.language)  # a too-deep tree is refused before any model loads or runs
         bundle = guards.model_or_none(settings)
         if bundle is not None:
             args = (settings.model, settings.trust_remote_code)
