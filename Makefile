@@ -73,6 +73,8 @@ bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_blanca.py
 	PYTHONPATH=. $(PY) benchmarks/bench_layers.py
 	PYTHONPATH=. $(PY) benchmarks/bench_branch.py
+	# the inspector's deepest and widest accepted inputs: time, peak memory, refusal (issue 28; docs/bench/limits.txt)
+	PYTHONPATH=. $(PY) benchmarks/bench_limits.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

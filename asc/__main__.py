@@ -54,7 +54,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from asc.depth import CROSSING
     from asc.explain import check_source, explain
 
-    source = check_source(read_source(args.file))  # refuse bad input before loading the model
+    source = check_source(read_source(args.file), args.language)  # refuse bad input before loading the model
     bundle = load_bundle(args)
     depth = None
     if args.layers:
@@ -82,7 +82,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print()
         nodes = ex.node_frame()
         nodes = nodes[nodes["named"] | nodes["category"].notna()]
-        nodes["text"] = [repr(ex.source[s:e][:30]) for s, e in zip(nodes["start"], nodes["end"], strict=False)]
+        nodes["text"] = [repr(ex.tree.text(i, limit=30)) for i in nodes["id"]]
         print(nodes[["id", "type", "category", "depth", "n_tokens", "value", "text"]].to_string(index=False,
                                                                                           float_format="%.3f"))
     print(f"\nmodel {bundle.name}  tokens {ex.scores.n_tokens}  loss {fmt(ex.loss)} nats/token  "

@@ -147,12 +147,12 @@ def _memo_cache(bundle: ModelBundle, ids: np.ndarray, need: int) -> PrefixCache:
         return entry
 
 
-def _trunk(bundle: ModelBundle, trunk: Completion | Branch | str) -> tuple[Completion, str]:
+def _trunk(bundle: ModelBundle, trunk: Completion | Branch | str, language: str) -> tuple[Completion, str]:
     """The trunk as a Completion, and its prompt."""
     bundle.require_causal("next-token probabilities to branch with")
     if isinstance(trunk, (Branch, Completion)):
         return (trunk.completion, trunk.prompt) if isinstance(trunk, Branch) else (trunk, trunk.prompt)
-    text = check_source(trunk)
+    text = check_source(trunk, language)
     ids, start, end, special = encode(bundle, text)
     return Completion(prompt=text, text=text, ids=ids, start=start, end=end, special=special, n_prompt=len(ids),
                       stop_reason="max_new_tokens"), text
@@ -326,7 +326,7 @@ def branch(bundle: ModelBundle, trunk: Completion | Branch | str, at: int, *, ch
     continue (module doc). ``at`` may equal the trunk's length (the branch then extends it). ``cache``: a
     :func:`prefix_cache` over the trunk's first ``at - 1`` tokens or more (default: a kept one, else one
     forward pass over the trunk, kept)."""
-    comp, prompt = _trunk(bundle, trunk)
+    comp, prompt = _trunk(bundle, trunk, language)
     settings = BranchSettings(max_new_tokens, temperature, top_p, seed, language, stop_at_function_end)
     if not 1 <= at <= len(comp.ids):
         raise InputError(f"at={at} is outside the trunk's {len(comp.ids)} tokens: branch at a token index from 1 "
@@ -357,7 +357,7 @@ def explore_forks(bundle: ModelBundle, trunk: Completion | Branch | str, forks: 
     """Branch at the ``n`` (at most :data:`MAX_EXPLORE`) most uncertain fork points of the trunk (the tokens at
     or after the prompt with ``generated_only``), each with the best choice other than the trunk's token, in
     one batched decode (module doc). Most uncertain first; fewer when there are fewer fork points."""
-    comp, prompt = _trunk(bundle, trunk)
+    comp, prompt = _trunk(bundle, trunk, language)
     settings = BranchSettings(max_new_tokens, temperature, top_p, seed, language, stop_at_function_end)
     if not 1 <= n <= MAX_EXPLORE:
         raise InputError(f"n={n}: explore 1 to {MAX_EXPLORE} fork points at once")
@@ -382,5 +382,5 @@ def mean_value(explanation: Explanation, from_token: int = 0) -> float:
     """Mean AsC-Eval node value over the nodes bound to a token at index ``from_token`` or later (a branch's
     summary: pass its ``fork_index``); NaN when none has a value."""
     al = explanation.alignment
-    vals = explanation.values[np.unique(al.node_of_binding()[al.indices >= from_token])]
+    vals = explanation.values[(al.counts() > 0) & (al.last_token() >= from_token)]  # each node's tokens are sorted
     return float(np.nanmean(vals)) if (~np.isnan(vals)).any() else math.nan

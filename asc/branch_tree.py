@@ -161,7 +161,8 @@ def diff_frame(a: Explanation, b: Explanation, diff: TreeDiff, named_only: bool 
         out.append({"status": status, "node_a": i if i >= 0 else None, "node_b": j if j >= 0 else None,
                     "type": ref_ex.tree.type[ref], "category": ref_ex.node_category[ref],
                     "value_a": _value(a, i), "value_b": _value(b, j),
-                    "text_a": a.tree.text(i)[:60] if i >= 0 else "", "text_b": b.tree.text(j)[:60] if j >= 0 else "",
+                    "text_a": a.tree.text(i, limit=60) if i >= 0 else "",
+                    "text_b": b.tree.text(j, limit=60) if j >= 0 else "",
                     "first": first is not None and ((i >= 0 and i == first[0]) or (j >= 0 and j == first[1])),
                     "_start": int(ref_ex.tree.start[ref]), "_depth": int(ref_ex.tree.depth[ref])})
     cols = ["status", "node_a", "node_b", "type", "category", "value_a", "value_b", "text_a", "text_b", "first"]

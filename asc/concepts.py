@@ -29,8 +29,8 @@ import numpy as np
 from asc.errors import InputError
 from asc.paths import CATEGORIES_DIR
 
-__all__ = ["AGGREGATES", "CategoryMap", "load_categories", "aggregate_segments", "bootstrap_median", "check_aggregate",
-           "GLOBAL"]
+__all__ = ["AGGREGATES", "CategoryMap", "load_categories", "aggregate_ranges", "aggregate_segments", "bootstrap_median",
+           "check_aggregate", "GLOBAL"]
 
 AGGREGATES = ("median", "mean", "max")
 GLOBAL = "Global"
@@ -133,6 +133,58 @@ def aggregate_segments(values: np.ndarray, segment: np.ndarray, n_segments: int,
     lo = first + (counts - 1) // 2
     hi = first + counts // 2
     out[has] = (v[lo[has]] + v[hi[has]]) / 2
+    return out
+
+
+def _kth_smallest(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """The ``k[q]``-th smallest (0-based) of ``values[lo[q]:hi[q]]`` for every query ``q`` at once
+    (``0 <= k < hi - lo``), with a wavelet matrix over the values' ranks: one pass of vectorized numpy per bit
+    of the rank, O((values + queries) log values) time and O(values + queries) memory however the ranges nest."""
+    by_value = np.argsort(values, kind="stable")
+    rank = np.empty(len(values), dtype=np.int64)
+    rank[by_value] = np.arange(len(values))
+    lo, hi, k = lo.astype(np.int64), hi.astype(np.int64), k.astype(np.int64)
+    found = np.zeros(len(lo), dtype=np.int64)
+    cur = rank
+    for bit in reversed(range(max(1, int(len(values) - 1).bit_length()))):
+        one = ((cur >> bit) & 1).astype(bool)
+        zeros_before = np.concatenate([[0], np.cumsum(~one)])  # zeros among cur[:j]
+        n_zero = zeros_before[-1]
+        zl, zh = zeros_before[lo], zeros_before[hi]
+        right = k >= zh - zl  # fewer than k + 1 zeros in the range: the answer has this bit set
+        k = np.where(right, k - (zh - zl), k)
+        lo, hi = np.where(right, n_zero + lo - zl, zl), np.where(right, n_zero + hi - zh, zh)
+        found |= right.astype(np.int64) << bit
+        cur = np.concatenate([cur[~one], cur[one]])  # stable: zeros first, each side in its order
+    return values[by_value][found]
+
+
+def aggregate_ranges(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, how: str = "median") -> np.ndarray:
+    """theta per range: range ``i`` holds ``values[lo[i]:hi[i]]`` (ranges may overlap or nest). NaN values are
+    ignored; ranges with no value get NaN. Equal to :func:`aggregate_segments` over the ranges' elements, without
+    repeating an element once per range that holds it: the median and max are order statistics of
+    :func:`_kth_smallest`, the mean is a difference of prefix sums, so a tree of any depth costs
+    O((values + ranges) log values)."""
+    check_aggregate(how)
+    values = np.asarray(values, dtype=np.float64)
+    ok = ~np.isnan(values)
+    before = np.concatenate([[0], np.cumsum(ok)])  # valid values before each position
+    lo, hi = before[np.asarray(lo, dtype=np.int64)], before[np.asarray(hi, dtype=np.int64)]
+    v = values[ok]
+    counts = hi - lo
+    out = np.full(len(lo), np.nan)
+    has = counts > 0
+    if not has.any():
+        return out
+    if how == "mean":
+        prefix = np.concatenate([[0.0], np.cumsum(v)])
+        out[has] = (prefix[hi[has]] - prefix[lo[has]]) / counts[has]
+        return out
+    lo, hi, counts = lo[has], hi[has], counts[has]
+    if how == "max":
+        out[has] = _kth_smallest(v, lo, hi, counts - 1)
+        return out
+    out[has] = (_kth_smallest(v, lo, hi, (counts - 1) // 2) + _kth_smallest(v, lo, hi, counts // 2)) / 2
     return out
 
 

@@ -162,7 +162,7 @@ def explain_layers(bundle: ModelBundle, source: str, language: str = "python", a
                    on_layer: Callable[[int, int], None] | None = None) -> LayerExplanation:
     """AsC-Eval of ``source`` at every layer of ``bundle`` (one forward pass and one unembedding per layer;
     ``exact``: float32 unembeddings for every layer, see :mod:`asc.lens`)."""
-    check_source(source)
+    check_source(source, language)
     check_aggregate(aggregate)
     cmap = categories or load_categories(language)
     lens = lens_scores(bundle, source, max_window=max_window, exact=exact, on_layer=on_layer)

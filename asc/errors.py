@@ -6,7 +6,7 @@ can show ``str(error)`` as one clear line instead of a traceback.
 
 from __future__ import annotations
 
-__all__ = ["AscError", "UnknownModelError", "ModelLoadError", "InputError", "CorpusError"]
+__all__ = ["AscError", "UnknownModelError", "ModelLoadError", "InputError", "TooDeepError", "CorpusError"]
 
 
 class AscError(Exception):
@@ -26,6 +26,10 @@ class ModelLoadError(AscError):
 
 class InputError(AscError, ValueError):
     """Source text or a file the user gave cannot be analysed as it is."""
+
+
+class TooDeepError(InputError):
+    """Code whose syntax tree nests deeper than :data:`asc.syntax.MAX_AST_DEPTH` levels (refused right after parsing)."""
 
 
 class CorpusError(AscError, ValueError):

@@ -88,12 +88,15 @@ class Explanation:
                 "top": [{"text": txt, "prob": float(p)} for txt, p in zip(s.top_text[i], s.top_probs[i], strict=False)] if has else [],
             })
         nodes = []
+        # every node's tokens are one slice of this list: the per-node lists share its int objects (8 bytes per
+        # (node, token) pair, the one output that grows with tokens x depth; asc.syntax bounds the depth)
+        al, bound = self.alignment, self.alignment.order.tolist()
         for i in range(t.n_nodes):
             nodes.append({
                 "id": i, "type": t.type[i], "named": bool(t.named[i]), "start": int(t.start[i]),
                 "end": int(t.end[i]), "parent": int(t.parent[i]) if t.parent[i] >= 0 else None,
                 "depth": int(t.depth[i]), "category": self.node_category[i], "is_error": bool(t.is_error[i]),
-                "is_missing": bool(t.is_missing[i]), "tokens": self.alignment.tokens_of(i).tolist(),
+                "is_missing": bool(t.is_missing[i]), "tokens": bound[al.lo[i]:al.hi[i]],
                 "value": _none_if_nan(self.values[i]),
             })
         return {
@@ -139,7 +142,7 @@ class Explanation:
         nodes = self.node_frame()
         nodes = nodes[nodes["value"].notna() & (nodes["named"] | (not named_only))]
         nodes = nodes.sort_values(["value", "start"], kind="stable").head(k).copy()
-        nodes["text"] = [self.source[a:b] for a, b in zip(nodes["start"], nodes["end"])]
+        nodes["text"] = [self.tree.text(i) for i in nodes["id"]]
         return nodes[["id", "type", "category", "value", "n_tokens", "text"]]
 
     def node_tokens(self, node: int) -> pd.DataFrame:
@@ -147,15 +150,19 @@ class Explanation:
         return self.token_frame().iloc[self.alignment.tokens_of(node)]
 
 
-def check_source(source: str) -> str:
+def check_source(source: str, language: str | None = None) -> str:
     """The snippet itself, or an :class:`InputError` (not text, invalid Unicode, empty, over
-    :data:`MAX_SOURCE_CHARS` characters)."""
+    :data:`MAX_SOURCE_CHARS` characters; given ``language``, a syntax tree deeper than
+    :data:`asc.syntax.MAX_AST_DEPTH`: :class:`~asc.errors.TooDeepError`). Cheap (a parse, milliseconds): callers
+    run it before loading a model."""
     if isinstance(source, str) and len(source) > MAX_SOURCE_CHARS:
         raise InputError(f"the snippet has {len(source):,} characters; at most {MAX_SOURCE_CHARS:,} are explained at "
                          "once: explain one function or a part of the file")
     encode_source(source)
     if not source.strip():
         raise InputError("the snippet is empty: paste or load some code first")
+    if language is not None:
+        parse(source, language)
     return source
 
 
@@ -179,7 +186,7 @@ def node_values(prob: np.ndarray, tree: SyntaxTree, alignment: Alignment, catego
     """AsC-Eval's aggregation of token probabilities ``prob`` (shape ``(T,)``) over an aligned tree: the node
     values ``(N,)`` (theta of each node's tokens), then theta per node type and per category over node values
     (``concept_values``, ``category_values``; a category absent from the snippet is NaN)."""
-    values = aggregate_segments(prob[alignment.indices], alignment.node_of_binding(), tree.n_nodes, aggregate)
+    values = alignment.aggregate(prob, aggregate)
     node_cat = tuple(categories.category_of(t) for t in tree.type)
     type_names = sorted(set(tree.type))
     type_index = {name: k for k, name in enumerate(type_names)}
@@ -195,12 +202,13 @@ def node_values(prob: np.ndarray, tree: SyntaxTree, alignment: Alignment, catego
 def explain_many(bundle: ModelBundle, sources: Sequence[str], language: str = "python", aggregate: str = "median",
                  options: AlignOptions | None = None, categories: CategoryMap | None = None,
                  max_window: int | None = None) -> list[Explanation]:
-    """AsC-Eval for several snippets, scored in batched forward passes."""
-    for src in sources:
-        check_source(src)
+    """AsC-Eval for several snippets, scored in batched forward passes. Each text is parsed first, so a refused
+    one (:func:`check_source`, a tree deeper than :data:`asc.syntax.MAX_AST_DEPTH`) never reaches the model."""
+    trees = [parse(check_source(src), language) for src in sources]
     info = bundle.summary()
     scored = score_texts(bundle, sources, max_window=max_window)
-    return [explain_scored(info, s, language, aggregate, options, categories) for s in scored]
+    return [explain_scored(info, s, language, aggregate, options, categories, tree)
+            for s, tree in zip(scored, trees, strict=True)]
 
 
 def explain(bundle: ModelBundle, source: str, language: str = "python", aggregate: str = "median",
@@ -230,7 +238,7 @@ class SnippetComparison:
         t = ex.tree
         diff = self.difference(a, b)
         rows = [{"id": i, "type": t.type[i], "category": ex.node_category[i], self.models[a]: self.values[a, i],
-                 self.models[b]: self.values[b, i], "difference": diff[i], "text": t.text(i)[:60]}
+                 self.models[b]: self.values[b, i], "difference": diff[i], "text": t.text(i, limit=60)}
                 for i in range(t.n_nodes) if not np.isnan(diff[i]) and (t.named[i] or not named_only)]
         table = pd.DataFrame(rows)
         if table.empty:

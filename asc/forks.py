@@ -109,12 +109,9 @@ def node_fork_rate(explanation: Explanation, forks: ForkPoints) -> np.ndarray:
     """(N,) per node: the share of its bound tokens with a prediction that are forks; NaN where it has none."""
     _check(explanation, forks)
     al = explanation.alignment
-    tokens = al.indices
-    nodes = al.node_of_binding()
-    has = ~np.isnan(forks.margin[tokens])
-    n = explanation.tree.n_nodes
-    total = np.bincount(nodes[has], minlength=n).astype(np.float64)
-    hits = np.bincount(nodes[has], weights=forks.is_fork[tokens][has].astype(np.float64), minlength=n)
+    has = ~np.isnan(forks.margin)
+    total = al.segment_sum(has)
+    hits = al.segment_sum(forks.is_fork & has)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 0, hits / total, np.nan)
 
@@ -124,18 +121,13 @@ def category_fork_rate(explanation: Explanation, forks: ForkPoints) -> dict[str,
     bound to its nodes (pooled, module doc); NaN for a category absent from the snippet or without predictions."""
     _check(explanation, forks)
     al = explanation.alignment
-    node_cat = explanation.node_category
-    categories = explanation.categories or tuple(sorted({c for c in node_cat if c}))
+    node_cat = np.array(explanation.node_category, dtype=object)
+    categories = explanation.categories or tuple(sorted({c for c in explanation.node_category if c}))
     has = ~np.isnan(forks.margin)
     out: dict[str, float] = {}
     for cat in categories:
-        nodes = [i for i, c in enumerate(node_cat) if c == cat]
-        if nodes:
-            toks = np.unique(np.concatenate([al.tokens_of(i) for i in nodes]))
-            toks = toks[has[toks]]
-        else:
-            toks = np.zeros(0, dtype=np.int64)
-        out[cat] = float(forks.is_fork[toks].mean()) if len(toks) else math.nan
+        toks = al.covered_tokens(node_cat == cat, forks.n_tokens) & has
+        out[cat] = float(forks.is_fork[toks].mean()) if toks.any() else math.nan
     return out
 
 

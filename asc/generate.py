@@ -105,7 +105,7 @@ def complete(bundle: ModelBundle, prompt: str, max_new_tokens: int = 64, *, temp
     import torch
 
     bundle.require_causal("next-token probabilities to generate with")
-    check_source(prompt)
+    check_source(prompt, language)
     prompt = prompt.rstrip()
     if max_new_tokens < 1:
         raise InputError("max_new_tokens must be at least 1")

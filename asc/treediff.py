@@ -42,8 +42,20 @@ class TreeDiff:
 
 
 def _pairs(a: SyntaxTree, b: SyntaxTree, ca: list[int], cb: list[int]) -> list[tuple[int, int]]:
-    """Children aligned: equal (type, text) runs first, then by type inside each replaced stretch."""
-    out: list[tuple[int, int]] = []
+    """Children aligned: the common head and tail of equal (type, text) children first (so two long lists that
+    differ in a few places never reach difflib, quadratic on repetitive input), then equal runs in the rest,
+    then by type inside each replaced stretch."""
+    def same(i: int, j: int) -> bool:
+        return a.type[i] == b.type[j] and a.end[i] - a.start[i] == b.end[j] - b.start[j] and a.text(i) == b.text(j)
+
+    head = 0
+    while head < min(len(ca), len(cb)) and same(ca[head], cb[head]):
+        head += 1
+    tail = 0
+    while tail < min(len(ca), len(cb)) - head and same(ca[len(ca) - 1 - tail], cb[len(cb) - 1 - tail]):
+        tail += 1
+    out: list[tuple[int, int]] = list(zip(ca[:head], cb[:head], strict=True))
+    ca, cb, rest = ca[head:len(ca) - tail], cb[head:len(cb) - tail], list(zip(ca[len(ca) - tail:], cb[len(cb) - tail:], strict=True))
     la, lb = [(a.type[i], a.text(i)) for i in ca], [(b.type[j], b.text(j)) for j in cb]
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, la, lb, autojunk=False).get_opcodes():
         if tag == "equal":
@@ -53,7 +65,7 @@ def _pairs(a: SyntaxTree, b: SyntaxTree, ca: list[int], cb: list[int]) -> list[t
             for t2, k1, k2, m1, m2 in SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes():
                 if t2 == "equal":
                     out += zip(ca[i1 + k1:i1 + k2], cb[j1 + m1:j1 + m2], strict=True)
-    return out
+    return out + rest
 
 
 def ast_diff(a: SyntaxTree, b: SyntaxTree) -> TreeDiff:

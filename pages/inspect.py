@@ -13,6 +13,7 @@ import json
 import streamlit as st
 
 from asc import AscError
+from asc.explain import check_source
 from asc.export import csv_text
 from asc.viz import category_figure, figure_html, sequence_html, standalone_html, tree_figure
 from ui import branches_view, cache, depth_view, gate, guards, widgets
@@ -63,6 +64,7 @@ if do_complete or do_explain:
         if not code.strip():
             raise ValueError("The editor is empty: pick an example or paste some code.")
         guards.check_length(code)
+        check_source(code, settings.language)  # a too-deep tree is refused before any model loads or runs
         bundle = guards.model_or_none(settings)
         if bundle is not None:
             args = (settings.model, settings.trust_remote_code)
@@ -130,7 +132,7 @@ def views() -> None:
     c1, c2, c3 = st.columns([2, 2, 3])
     fold = c1.number_input("Fold below depth (0 = off)", 0, 60, 0, key="fold")
     collapse = c2.checkbox("Collapse unary chains", value=True, key="collapse")
-    options = {-1: "none"} | {i: f"{i}: {ex.tree.type[i]}  {ex.tree.text(i)[:40]!r}" for i in range(ex.tree.n_nodes)
+    options = {-1: "none"} | {i: f"{i}: {ex.tree.type[i]}  {ex.tree.text(i, limit=40)!r}" for i in range(ex.tree.n_nodes)
                               if ex.tree.named[i] or ex.tree.is_missing[i]}
     picked = c3.selectbox("Inspect node", list(options), format_func=options.get, key="node_pick")
     selected = st.session_state.get("selected")

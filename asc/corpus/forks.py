@@ -97,19 +97,15 @@ def fork_counts(explanation: Explanation, is_fork: np.ndarray, has: np.ndarray) 
     among them). ``is_fork``/``has``: bool (T,) per token (fork point; has a prediction)."""
     al = explanation.alignment
     names = sorted({c for c in explanation.node_category if c})
-    code = {c: k for k, c in enumerate(names)}
-    cats = np.array([code.get(c, -1) if c else -1 for c in explanation.node_category], dtype=np.int64)
-    cats = cats[al.node_of_binding()]
-    tokens = al.indices.astype(np.int64)
-    keep = (cats >= 0) & has[tokens]
-    overall = np.unique(tokens[keep])
-    out = {GLOBAL: (len(overall), int(is_fork[overall].sum()))}
-    n = max(explanation.scores.n_tokens, 1)
-    pairs = np.unique(cats[keep] * n + tokens[keep])  # a token inside nested nodes of one category counts once
-    cat, tok = pairs // n, pairs % n
-    total = np.bincount(cat, minlength=len(names))
-    hits = np.bincount(cat, weights=is_fork[tok].astype(np.float64), minlength=len(names))
-    return out | {c: (int(total[k]), int(hits[k])) for k, c in enumerate(names) if total[k]}
+    node_cat = np.array(explanation.node_category, dtype=object)
+    n = explanation.scores.n_tokens
+    overall = al.covered_tokens(np.array([c is not None for c in node_cat], dtype=bool), n) & has
+    out = {GLOBAL: (int(overall.sum()), int(is_fork[overall].sum()))}
+    for c in names:  # a token inside nested nodes of one category counts once
+        toks = al.covered_tokens(node_cat == c, n) & has
+        if toks.any():
+            out[c] = (int(toks.sum()), int(is_fork[toks].sum()))
+    return out
 
 
 def with_forks(tables: dict[str, pd.DataFrame], explanation: Explanation,
@@ -121,8 +117,7 @@ def with_forks(tables: dict[str, pd.DataFrame], explanation: Explanation,
     forks = fork_points(explanation.scores, settings)
     has = ~np.isnan(forks.margin)
     al = explanation.alignment
-    n_forks = np.bincount(al.node_of_binding(), weights=forks.is_fork[al.indices].astype(np.float64),
-                          minlength=explanation.tree.n_nodes).astype(np.int32)
+    n_forks = al.segment_sum(forks.is_fork).round().astype(np.int32)
     snippet_id = tables["snippets"]["id"].iloc[0]
     counts = fork_counts(explanation, forks.is_fork, has)
     rows = pd.DataFrame([(snippet_id, c, n, f) for c, (n, f) in counts.items()],

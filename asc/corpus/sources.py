@@ -16,7 +16,8 @@ A corpus spec is one of:
 Functions are top-level functions and methods (a function nested in another stays part of its
 outer function), dedented. Size filters (``min_lines``/``max_lines``) apply to extracted functions;
 for ``humaneval`` and JSONL they apply only when given. Identical snippets are kept once.
-Files that are not valid UTF-8 are skipped with a warning.
+Files that are not valid UTF-8 are skipped with a warning, and so are snippets whose syntax tree is deeper than
+:data:`asc.syntax.MAX_AST_DEPTH` (which the explanation would refuse).
 
 Specs that would read far more than a corpus are refused with a :class:`asc.errors.CorpusError` naming
 the fix (:func:`check_corpus_spec`): an empty spec (it used to mean the working directory), the
@@ -50,7 +51,7 @@ from pathlib import Path
 from asc import confined
 from asc.errors import CorpusError
 from asc.files import os_error_message
-from asc.syntax import LANGUAGES, get_parser
+from asc.syntax import LANGUAGES, MAX_AST_DEPTH, get_parser, too_deep_to_parse
 
 __all__ = ["Snippet", "BUILTIN_CORPORA", "load_corpus", "check_corpus_spec", "extract_functions", "DEFAULT_MIN_LINES",
            "DEFAULT_MAX_LINES", "MAX_FILES", "MAX_JSONL_BYTES", "MAX_SOURCE_BYTES"]
@@ -340,6 +341,10 @@ def _unique(snippets: Iterable[Snippet], limit: int | None) -> list[Snippet]:
         if digest in seen_src or not snip.source.strip():
             continue
         seen_src.add(digest)
+        if too_deep_to_parse(snip.source, snip.language):
+            log.warning("skipping %s: its syntax tree is more than %d levels deep (asc.syntax.MAX_AST_DEPTH)", snip.id,
+                        MAX_AST_DEPTH)
+            continue
         if snip.id in seen_id:  # ids must be unique for resuming
             seen_id[snip.id] += 1
             snip = Snippet(f"{snip.id}#{seen_id[snip.id]}", snip.source, snip.language, snip.origin, snip.name,

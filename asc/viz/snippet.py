@@ -38,9 +38,10 @@ def node_label(ex: Explanation, node: int, width: int = 24) -> str:
         return f"MISSING {t.type[node]}"
     if not t.named[node]:
         return t.type[node]
-    text = t.text(node)
-    if t.type[node] in ("identifier", "integer", "float", "string_content") and "\n" not in text:
-        return f"{t.type[node]}: {text[:width]}"
+    if t.type[node] in ("identifier", "integer", "float", "string_content"):  # leaves: their texts never nest
+        text = t.text(node)
+        if "\n" not in text:
+            return f"{t.type[node]}: {text[:width]}"
     return t.type[node]
 
 
@@ -51,17 +52,23 @@ def _chain_label(ex: Explanation, members: tuple[int, ...]) -> str:
     return " › ".join(node_label(ex, m) for m in members)
 
 
-def _hover(ex: Explanation, members: tuple[int, ...], values: np.ndarray, value_label: str) -> str:
+def _hover(ex: Explanation, members: tuple[int, ...], values: np.ndarray, value_label: str, n_tokens: int) -> str:
     t = ex.tree
     node = members[0]
-    text = t.text(node).replace("\n", "⏎ ")
+    text = t.text(node, limit=81).replace("\n", "⏎ ")  # never copies more of a long node's text than is shown
     text = html.escape(text[:80] + ("…" if len(text) > 80 else ""))
     value = values[node]
     chain = " › ".join(t.type[m] for m in members)
     flags = " ERROR" if t.is_error[node] else (" MISSING" if t.is_missing[node] else "")
     return (f"<b>{html.escape(chain)}</b>{flags}<br>category: {html.escape(ex.node_category[node] or '—')}<br>"
             f"{html.escape(value_label)}: {'—' if math.isnan(value) else f'{value:.3f}'}"
-            f"<br>tokens: {int(ex.alignment.counts()[node])}<br>{text}")
+            f"<br>tokens: {n_tokens}<br>{text}")
+
+
+def _per_point(values: np.ndarray) -> object:
+    """A marker property for plotly: one scalar when every point has the same value (plotly validates a long
+    list element by element, seconds for tens of thousands of nodes), else the array."""
+    return values[0].item() if len(values) and (values == values[0]).all() else values
 
 
 def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial", max_depth: int | None = None,
@@ -92,15 +99,15 @@ def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial
     px = col_x[lay.x.astype(int)] if lay.n_boxes else np.zeros(0)
     fig = go.Figure()
     # elbow edges: from the end of the parent's label, down/up a bar just left of the child column
-    ex_, ey = [], []
-    for p, c in lay.edges():
-        start = px[p] + label_px[p]
-        bar = px[c] - COL_GAP_PX / 2
-        ex_ += [start, bar, bar, px[c] - 7, None]
-        ey += [lay.y[p], lay.y[p], lay.y[c], lay.y[c], None]
-    fig.add_trace(go.Scatter(x=ex_, y=ey, mode="lines", line={"color": "#9a9a9a", "width": 1}, hoverinfo="skip",
-                             showlegend=False, name="edges"))
-    hovers = [_hover(ex, mem, node_values, value_label) for mem in lay.members]
+    # (5 points per edge, a NaN gap between edges: float arrays, which plotly takes and copies as a block)
+    p, c = lay.edges().T
+    bar = px[c] - COL_GAP_PX / 2
+    ex_ = np.column_stack([px[p] + label_px[p], bar, bar, px[c] - 7, np.full(len(p), np.nan)]).ravel()
+    ey = np.column_stack([lay.y[p], lay.y[p], lay.y[c], lay.y[c], np.full(len(p), np.nan)]).ravel()
+    fig.add_trace(go.Scatter(x=ex_, y=ey, mode="lines", line={"color": "#9a9a9a", "width": 1},
+                             hoverinfo="skip", showlegend=False, name="edges"))
+    n_tokens = ex.alignment.counts()
+    hovers = [_hover(ex, mem, node_values, value_label, int(n_tokens[mem[0]])) for mem in lay.members]
     has = ~np.isnan(ex_values)
     err = t.is_error[lay.node] if lay.n_boxes else np.zeros(0, bool)
     missing = t.is_missing[lay.node] if lay.n_boxes else np.zeros(0, bool)
@@ -108,9 +115,9 @@ def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial
     line_w = np.where(err | missing, 2.5, 0.5)
     for mask, name in ((has, "value"), (~has, "no tokens")):
         idx = np.flatnonzero(mask)
-        marker = {"size": 12, "symbol": symbols[idx].tolist(), "line": {"color": "#222", "width": line_w[idx].tolist()}}
+        marker = {"size": 12, "symbol": _per_point(symbols[idx]), "line": {"color": "#222", "width": _per_point(line_w[idx])}}
         if name == "value":
-            marker.update(color=ex_values[idx].tolist(), colorscale=colorscale, cmin=cmin, cmax=cmax, showscale=True,
+            marker.update(color=ex_values[idx], colorscale=colorscale, cmin=cmin, cmax=cmax, showscale=True,
                           colorbar={"title": {"text": escape_text(value_label)}, "thickness": 12, "len": 0.6,
                                     "x": 1.0, "xanchor": "left", "xpad": 16, "y": 1.0, "yanchor": "top",
                                     "tickvals": list(np.linspace(cmin, cmax, 6).round(2))})
@@ -118,8 +125,9 @@ def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial
             marker.update(color=NO_VALUE)
         fig.add_trace(go.Scatter(
             x=px[idx], y=lay.y[idx], mode="markers+text", name=name, marker=marker,
-            text=[escape_text(labels[i]) for i in idx], textposition="middle right", textfont={"size": 11},
-            customdata=lay.node[idx].tolist(), hovertext=[hovers[i] for i in idx], hoverinfo="text", showlegend=False,
+            text=np.array([escape_text(labels[i]) for i in idx], dtype=object), textposition="middle right",
+            textfont={"size": 11}, customdata=lay.node[idx], hovertext=np.array([hovers[i] for i in idx], dtype=object),
+            hoverinfo="text", showlegend=False,
             # a click selects a point; keep every node's color (the black ring marks the selection)
             selected={"marker": {"opacity": 1}}, unselected={"marker": {"opacity": 1}, "textfont": {"color": "#444"}}))
     box = [k for k, mem in enumerate(lay.members) if selected in mem] if selected is not None else []

@@ -8,8 +8,10 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from asc.concepts import AGGREGATES, aggregate_segments, bootstrap_median, load_categories
+from asc.concepts import AGGREGATES, aggregate_ranges, aggregate_segments, bootstrap_median, load_categories
 from asc.errors import InputError
 from asc.explain import explain_scored
 from asc.scores import TOP_K, TokenScores
@@ -46,6 +48,26 @@ def test_aggregate_many_segments_matches_numpy():
                 assert out[k] == pytest.approx(fn(members), abs=1e-12)
             else:
                 assert math.isnan(out[k])
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.one_of(st.floats(0, 1), st.sampled_from([0.0, 0.5, 1.0, math.nan])), max_size=40),
+       bounds=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=12),
+       how=st.sampled_from(AGGREGATES))
+def test_aggregate_ranges_equals_aggregate_segments_over_the_elements(values, bounds, how):
+    """Ranges may nest or overlap (a node's tokens and its ancestors'); ties and NaN included."""
+    values = np.array(values, dtype=np.float64)
+    lo = np.array([min(a, b, len(values)) for a, b in bounds], dtype=np.int64)
+    hi = np.array([min(max(a, b), len(values)) for a, b in bounds], dtype=np.int64)
+    members = [np.arange(a, b) for a, b in zip(lo, hi)]
+    segment = np.concatenate([np.full(len(m), k) for k, m in enumerate(members)] + [np.zeros(0, np.int64)])
+    picked = np.concatenate(members + [np.zeros(0, np.int64)]).astype(np.int64)
+    expected = aggregate_segments(values[picked], segment.astype(np.int64), len(lo), how)
+    got = aggregate_ranges(values, lo, hi, how)
+    if how == "mean":  # prefix sums: the same up to rounding
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    else:  # order statistics: the very same elements
+        np.testing.assert_array_equal(got, expected)
 
 
 def test_median_of_even_count_is_midpoint():

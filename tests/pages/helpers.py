@@ -7,7 +7,10 @@ tests therefore run the page file with the settings the router would put in sess
 
 from __future__ import annotations
 
+import base64
 import json
+
+import numpy as np
 
 from tests.helpers import ROOT
 from ui import widgets
@@ -27,9 +30,25 @@ def button(at, label):
     return next(b for b in at.button if b.label == label)
 
 
+def _plain(value):
+    """A chart spec with plotly's typed arrays (``{"dtype": "i8", "bdata": <base64>}``, how a numpy array is
+    sent to the browser) turned into lists, as the browser reads them."""
+    if isinstance(value, dict):
+        if "bdata" in value and "dtype" in value:
+            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+            shape = value.get("shape")
+            if shape:
+                array = array.reshape([int(d) for d in str(shape).split(",")] if isinstance(shape, str) else shape)
+            return array.tolist()
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
 def charts(at) -> list[dict]:
-    """Every plotly chart of the page as its JSON spec."""
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    """Every plotly chart of the page as its JSON spec (typed arrays as lists)."""
+    return [_plain(json.loads(c.proto.spec)) for c in at.get("plotly_chart")]
 
 
 def tree_traces(at, view="partial"):

@@ -6,12 +6,14 @@ Every property is checked against an independent reference computed from the fla
 
 from __future__ import annotations
 
+import inspect
+import sys
 import time
 
 import numpy as np
 import pytest
 
-from asc.syntax import parse
+from asc.syntax import MAX_AST_DEPTH, parse
 from asc.viz.layout import TREE_VIEWS, tree_layout
 
 COUNT = ("def count_chars(string, character):\n    count = 0\n    for letter in string:\n"
@@ -295,10 +297,16 @@ def test_large_tree():
 
 
 def test_deep_tree_has_no_recursion_limit():
-    source = "x = " + "(" * 400 + "1" + ")" * 400 + "\n"
+    k = MAX_AST_DEPTH - 3  # the deepest nesting parse accepts (module > statement > assignment > k parentheses)
+    source = "x = " + "(" * k + "1" + ")" * k + "\n"
     tree = parse(source)
-    assert tree.n_levels > 400
-    lay = tree_layout(tree, "complete")
+    assert tree.n_levels == MAX_AST_DEPTH + 1
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 60)  # far fewer frames than levels: a recursive walk would fail
+    try:
+        lay = tree_layout(tree, "complete")
+    finally:
+        sys.setrecursionlimit(limit)
     assert lay.x.max() == tree.depth.max()
     assert lay.n_rows == int(tree.is_leaf.sum())
 
