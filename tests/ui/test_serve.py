@@ -1,0 +1,31 @@
+"""ui/serve.py, make app's launcher: the options it reads, the address it prints (the server itself is started in
+tests/attacks/test_gate_browser.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ui.serve import _option, app_url
+
+
+@pytest.mark.parametrize("args, value", [
+    (["--server.port", "8502"], "8502"),
+    (["--server.port=8503"], "8503"),
+    (["--server.port", "1", "--server.port", "2"], "2"),  # the last one wins, as in Streamlit
+    (["--server.headless", "true"], "8501"),
+    (["--server.port"], "8501"),  # no value: the default
+])
+def test_options_are_read_in_both_spellings(args, value):
+    assert _option(args, "--server.port", "8501") == value
+
+
+@pytest.mark.parametrize("address, token, url", [
+    ("127.0.0.1", "abc", "http://127.0.0.1:8501/?token=abc"),
+    ("", None, "http://localhost:8501/"),
+    ("0.0.0.0", None, "http://localhost:8501/"),
+    ("::1", "t", "http://[::1]:8501/?token=t"),
+    ("lab.example.org", None, "http://lab.example.org:8501/"),
+])
+def test_the_printed_address(address, token, url):
+    assert app_url(address, "8501", token) == url
+
