@@ -33,6 +33,12 @@ def streamlit_command(port: int, address: str = "127.0.0.1") -> list[str]:
             str(port), "--server.address", address, "--server.fileWatcherType", "none"]
 
 
+def launcher_command(port: int, address: str = "127.0.0.1") -> list[str]:
+    """What ``make app`` runs (``python -m ui.serve``, which starts Streamlit without the legacy ``pages/`` routing
+    and prints the address with the token), on ``address:port``, without the file watcher."""
+    return [sys.executable, "-m", "ui.serve", *streamlit_command(port, address)[4:]]
+
+
 def start_app(command: Sequence[str], env: dict, log_name: str, port: int) -> subprocess.Popen:
     """Start ``command`` (a server on ``port``) with its output in ``test-output/<log_name>``; return once
     ``/_stcore/health`` answers (the process is killed, and AssertionError raised, if it never does)."""

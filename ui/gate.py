@@ -83,7 +83,8 @@ def enter(study: bool = False, router: bool = False) -> None:
     itself; a page reached by the legacy routing only links to the app. Call it before anything else is drawn."""
     access.protect_files()
     legacy = legacy_routing()
-    if legacy:  # a hidden navigation of the app alone: ends the legacy routing, hides its list of page files
+    if legacy and not (router and admitted()):  # (the router's own navigation ends it for an admitted visitor)
+        # a hidden navigation of the app alone: ends the legacy routing, hides its list of page files
         st.navigation([st.Page(str(APP_ROOT / "app.py"), title="AsC Studio", default=True)], position="hidden")
     password = app_password()
     if password and not access.password_gate(password, "app", "Password", key=PASSWORD_KEY):

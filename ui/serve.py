@@ -11,6 +11,13 @@ the server answers its health check, it prints one line, as ``jupyter lab`` does
 
 Streamlit's own "You can now view your Streamlit app" line has no token: open the line printed after it.
 The launcher stays in the foreground and ends with the server (Ctrl-C stops both).
+
+The server it starts (``python -m ui.serve --child run app.py ...``, :func:`run_streamlit`) is Streamlit's own
+command line with one setting made first: no legacy routing by the ``pages/`` folder's file names (which
+Streamlit turns on for every app with a ``pages/`` folder until a script run calls ``st.navigation``). So
+the very first visitor of a fresh server is routed by ``app.py`` like every later one (no "Page not found"
+for ``/global-asc-eval``, no page file run on its own). Plain ``streamlit run app.py`` still works: there
+the gate of every page (:mod:`ui.gate`) covers the legacy routing.
 """
 
 from __future__ import annotations
@@ -61,15 +68,31 @@ def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float) -> bool:
     return False
 
 
+def run_streamlit(argv: Sequence[str]) -> None:
+    """Streamlit's command line (``argv``: e.g. ``run app.py --server.port 8501``) without the legacy routing by
+    the ``pages/`` folder (Streamlit 1.67 decides it once per process, in ``PagesManager.uses_pages_directory``,
+    when the first session starts; set here before any session exists)."""
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.web.cli import main as streamlit_main
+
+    PagesManager.uses_pages_directory = False
+    sys.argv = ["streamlit", *argv]
+    streamlit_main(prog_name="streamlit")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Start the app with ``argv`` as Streamlit options; print its address once it answers; return its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--child"]:  # the server process itself
+        run_streamlit(args[1:])
+        return 0
     address = _option(args, "--server.address", "")
     port = _option(args, "--server.port", "8501")
     policy = AccessPolicy.from_environment(address, study_mode())
     # the same token in the server (made here, printed below), in its environment and never on its command line
     env = child_environment(**({"ASC_TOKEN": policy.token} if policy.token is not None else {}))
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(APP_ROOT / "app.py"), *args], env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "ui.serve", "--child", "run", str(APP_ROOT / "app.py"), *args],
+                            env=env, cwd=APP_ROOT)
 
     def forward(signum: int, frame: FrameType | None) -> None:
         proc.send_signal(signum)

@@ -14,12 +14,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import time
 
 import pytest
 
-from tests.browser import OUT, chromium, free_port, has_chromium, start_app, stop, streamlit_command
+from tests.browser import OUT, chromium, free_port, has_chromium, launcher_command, start_app, stop, streamlit_command
 from tests.helpers import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
@@ -99,8 +98,7 @@ def test_a_local_app_asks_every_visitor_for_the_token_make_app_prints(tmp_path):
     from playwright.sync_api import expect
 
     port = free_port()
-    command = [sys.executable, "-m", "ui.serve", *streamlit_command(port)[4:]]  # make app's command
-    proc = start_app(command, _env(tmp_path), "gate-token.log", port)
+    proc = start_app(launcher_command(port), _env(tmp_path), "gate-token.log", port)  # make app's command
     try:
         url = _printed_url(OUT / "gate-token.log")
         token = url.split("?token=", 1)[1]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import OUT, chromium, free_port, has_chromium, start_app, stop, streamlit_command
+from tests.browser import OUT, chromium, free_port, has_chromium, launcher_command, start_app, stop
 
 pytestmark = [pytest.mark.real, pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not has_chromium(), reason="Debian chromium not installed (make test does)")]
@@ -30,7 +30,7 @@ def _serve(env: dict, log_name: str):
     """Start the app with ``env`` (no access token: tests/attacks/test_gate.py tests it); yields its URL, stops it
     afterwards."""
     port = free_port()
-    proc = start_app(streamlit_command(port), {**env, "ASC_TOKEN": "off"}, log_name, port)
+    proc = start_app(launcher_command(port), {**env, "ASC_TOKEN": "off"}, log_name, port)  # as make app starts it
     yield f"http://127.0.0.1:{port}"
     stop(proc)
 
@@ -287,8 +287,6 @@ def test_gluecode_page_in_chromium(server, browser, runs_dir):
     runs.run_gluecode(load_model("smollm2-135m"), items, folder, task_set="toy-4-seed0", contexts=["function", "file"])
     page = _open(browser, server + "/benchmark-tasks", "Benchmark tasks (glueCode)")
     page.wait_for_selector("text=Trivial baselines", timeout=120_000)
-    if page.get_by_text("Page not found").count():  # the server's very first session (see the test below)
-        page.keyboard.press("Escape")
     assert page.locator("[data-testid='stException']").count() == 0
     page.get_by_role("tab", name="By context level").click()
     _charts(page, 1)
@@ -309,6 +307,8 @@ def test_gluecode_page_in_chromium(server, browser, runs_dir):
 
 def test_blanca_page_in_chromium(server, browser, runs_dir):
     # a small real BLANCA run (MiniLM, hand-made items of the five tasks) where the server's page reads it
+    from playwright.sync_api import expect
+
     from asc.models import load_model
     from probes.blanca.build import load_task_set
     from probes.blanca.runs import run_blanca
@@ -318,10 +318,8 @@ def test_blanca_page_in_chromium(server, browser, runs_dir):
     run_blanca(load_model("minilm-l6"), load_task_set(write_blanca_set(folder)), folder)
     page = _open(browser, server + "/text-about-code", "Text about code (BLANCA)")
     page.wait_for_selector("text=Every metric with its 95% bootstrap interval", timeout=120_000)
-    if page.get_by_text("Page not found").count():  # the server's very first session (see the test below)
-        page.keyboard.press("Escape")
     assert page.locator("[data-testid='stException']").count() == 0
-    assert page.locator("[data-testid='stDataFrame']").count() >= 1  # the paper-style table
+    expect(page.locator("[data-testid='stDataFrame']").first).to_be_visible(timeout=120_000)  # the paper-style table
     _charts(page, 1)
     bars = page.locator("[data-testid='stPlotlyChart']").first
     bars.scroll_into_view_if_needed()
@@ -332,7 +330,6 @@ def test_blanca_page_in_chromium(server, browser, runs_dir):
     ranked = page.locator(".st-key-bl_fig_ranked")
     ranked.wait_for(timeout=60_000)
     tests = [it for it in blanca_items("R") if it.split == "test"]
-    from playwright.sync_api import expect
 
     # while Streamlit reruns, the old figure can linger beside the new one: wait for the title we want, not for one
     expect(ranked.locator(".gtitle").filter(has_text=f"question {tests[0].id} ").first).to_be_visible(timeout=120_000)
@@ -347,23 +344,26 @@ def test_blanca_page_in_chromium(server, browser, runs_dir):
 
 
 def test_inspector_address_opens_the_inspector_in_chromium(fresh_server, browser):
-    # the root opens the inspector at its own address. (This is also the server's first session: Streamlit runs
-    # a server's very first session in its legacy pages/-folder mode, which answers any other address with
-    # "Page not found" once; from the first st.navigation call on it never does again.)
+    # the root opens the inspector at its own address. A server started as make app starts it (ui/serve.py) has no
+    # legacy pages/-folder routing, so not even its very first session is answered "Page not found"
+    from playwright.sync_api import expect
+
     page = _open(browser, fresh_server, "Completion inspector")
     page.wait_for_url("**/inspector", timeout=60_000)
-    assert page.get_by_text("Page not found").count() == 0
+    expect(page.get_by_text("Page not found")).to_have_count(0)
     page.close()
     page = _open(browser, fresh_server + "/inspector", "Completion inspector")
-    page.wait_for_timeout(1500)  # the "Page not found" dialog came with the first run
-    assert page.get_by_text("Page not found").count() == 0
+    expect(page.get_by_text("Page not found")).to_have_count(0)
     assert page.url.rstrip("/").endswith("/inspector")
     page.close()
 
 
 def test_global_demo_on_a_fresh_install_in_chromium(fresh_server, browser):
-    page = _open(browser, fresh_server + "/global-asc-eval", "Global AsC-Eval")
+    from playwright.sync_api import expect
+
+    page = _open(browser, fresh_server + "/global-asc-eval", "Global AsC-Eval")  # maybe the server's first session
     page.wait_for_selector("text=No results yet", timeout=60_000)
+    expect(page.get_by_text("Page not found")).to_have_count(0)
     assert page.locator(".js-plotly-plot").count() == 0
     started = time.time()
     page.get_by_role("button", name="Run a small demo (about a minute)").click()

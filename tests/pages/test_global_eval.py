@@ -113,9 +113,7 @@ def test_global_page_shows_layers_of_layer_runs(monkeypatch, tmp_path, tiny):
     expected = layer_summary(tmp_path / "layered")
     assert heat["data"][0]["x"] == [0, 1, 2] and heat["data"][0]["y"][0] == "Global"
     out = expected[(expected["category"] == "Global") & (expected["layer"] == 2)]["value"].iloc[0]
-    z = heat["data"][0]["z"]  # plotly's typed-array JSON
-    shape = tuple(int(k) for k in z["shape"].split(","))
-    grid = np.frombuffer(__import__("base64").b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
+    grid = np.asarray(heat["data"][0]["z"])  # charts() decodes plotly's typed arrays
     assert grid[0][2] == pytest.approx(out)
     curves = next(c for c in figures if c["layout"].get("xaxis", {}).get("title", {}).get("text", "").startswith(
         "relative depth"))
