@@ -18,8 +18,8 @@ from asc import paths as asc_paths
 from ui import gate, widgets
 
 st.set_page_config(page_title="AsC Studio", page_icon=":material/account_tree:", layout="wide")
-widgets.style()
 gate.enter(study=True, router=True)  # the password and the token; nothing of the app (not even its pages' names) before them
+widgets.style()
 study = st.Page("pages/study.py", title="User study", icon=":material/how_to_reg:", url_path="user-study")
 results = st.Page("pages/study_admin.py", title="Study results", icon=":material/lock:", url_path="study-results")
 if asc_paths.study_mode():

@@ -40,8 +40,9 @@ from asc.errors import InputError
 from asc.files import check_path_text
 from asc.models import embedded_names
 
-__all__ = ["AccessPolicy", "RateLimiter", "is_loopback", "password_matches", "server_token"]
+__all__ = ["MIN_TOKEN_CHARS", "AccessPolicy", "RateLimiter", "is_loopback", "password_matches", "server_token"]
 
+MIN_TOKEN_CHARS = 16  # an ASC_TOKEN the user sets (the random one has 32)
 _token_lock = threading.Lock()
 _made_token: list[str] = []  # the random token of this process, once made
 
@@ -75,6 +76,10 @@ def server_token(announce: Callable[[str], None] | None = None) -> str | None:
     if setting == paths.TOKEN_OFF:
         return None
     if setting:
+        if len(setting) < MIN_TOKEN_CHARS:
+            raise InputError(f"ASC_TOKEN has {len(setting)} characters; a token must have at least {MIN_TOKEN_CHARS} "
+                             "(it is compared without a limit on tries): unset it for a random one, or choose a "
+                             "longer one")
         return setting
     with _token_lock:
         if not _made_token:

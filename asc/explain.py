@@ -88,15 +88,15 @@ class Explanation:
                 "top": [{"text": txt, "prob": float(p)} for txt, p in zip(s.top_text[i], s.top_probs[i], strict=False)] if has else [],
             })
         nodes = []
-        # every node's tokens are one slice of this list: the per-node lists share its int objects (8 bytes per
-        # (node, token) pair, the one output that grows with tokens x depth; asc.syntax bounds the depth)
-        al, bound = self.alignment, self.alignment.order.tolist()
+        # every node's tokens are one slice of ``bindings``: the output grows with tokens + nodes, never with
+        # tokens x depth (a list per node made 132 MB of JSON for 60,000 characters nested 252 levels deep)
+        al = self.alignment
         for i in range(t.n_nodes):
             nodes.append({
                 "id": i, "type": t.type[i], "named": bool(t.named[i]), "start": int(t.start[i]),
                 "end": int(t.end[i]), "parent": int(t.parent[i]) if t.parent[i] >= 0 else None,
                 "depth": int(t.depth[i]), "category": self.node_category[i], "is_error": bool(t.is_error[i]),
-                "is_missing": bool(t.is_missing[i]), "tokens": bound[al.lo[i]:al.hi[i]],
+                "is_missing": bool(t.is_missing[i]), "token_slice": [int(al.lo[i]), int(al.hi[i])],
                 "value": _none_if_nan(self.values[i]),
             })
         return {
@@ -104,6 +104,7 @@ class Explanation:
             "aggregate": self.aggregate,
             "language": t.language,
             "tokens": tokens,
+            "bindings": al.order.tolist(),
             "nodes": nodes,
             "snippet": {
                 "n_tokens": s.n_tokens, "n_nodes": t.n_nodes, "ast_levels": t.n_levels, "has_error": t.has_error,

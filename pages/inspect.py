@@ -39,7 +39,8 @@ if "code" not in st.session_state:
 left, right = st.columns([3, 2])
 with left:
     st.selectbox("Example", list(examples), key="example", on_change=_load_example)
-    upload = st.file_uploader("or upload a .py / .java file", key="upload")  # name checked below, not by type=
+    upload = st.file_uploader("or upload a .py / .java file", key="upload",  # name checked below, not by type=
+                              max_upload_size=guards.MAX_UPLOAD_MB)
     if upload is not None and st.session_state.get("uploaded_id") != upload.file_id:
         try:
             name = guards.upload_name(upload.name, guards.CODE_UPLOADS)

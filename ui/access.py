@@ -12,29 +12,38 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Callable
+import sys
 
 import streamlit as st
 
 from asc.access import AccessPolicy, RateLimiter, password_matches
 from asc.atomic import private_writes
 from asc.paths import study_mode
+from ui.serve import app_url
 
 PER_CLIENT = (5, 60.0)  # tries per client per minute
 OVERALL = (30, 60.0)  # tries per minute for everybody together (new tabs cannot multiply the tries)
 
 
-def policy(announce: Callable[[str], None] | None = None) -> AccessPolicy:
+def announce_token(token: str) -> None:
+    """Print the address with a token this process made (plain ``streamlit run app.py``; ``make app`` makes and
+    prints it before the server starts), on the server's standard error, once."""
+    url = app_url(str(st.get_option("server.address") or ""), str(st.get_option("server.port")), token)
+    print(f"AsC Studio's access token (ASC_TOKEN=off switches it off): {url}", file=sys.stderr, flush=True)
+
+
+def policy() -> AccessPolicy:
     """What visitors of this server may use (the address Streamlit serves on, study mode, the ASC_* variables).
-    ``announce``: called once with the access token when this process makes one (:func:`asc.access.server_token`)."""
-    return AccessPolicy.from_environment(str(st.get_option("server.address") or ""), study_mode(), announce)
+    Whichever call first makes this process's access token prints the address with it (:func:`announce_token`)."""
+    return AccessPolicy.from_environment(str(st.get_option("server.address") or ""), study_mode(), announce_token)
 
 
-def protect_files() -> None:
-    """Shared mode: everything this server process writes from now on (run folders, the study's database) is
-    readable by its own account only (:func:`asc.atomic.private_writes`); local mode keeps the user's umask. The
-    gate (:func:`ui.gate.enter`) calls it first, on every run of every route, before any page can start a job."""
-    private_writes(policy().shared)
+def protect_files(shared: bool) -> None:
+    """Shared mode (``shared``): everything this server process writes from now on (run folders, the study's
+    database) is readable by its own account only (:func:`asc.atomic.private_writes`); local mode keeps the user's
+    umask. The gate (:func:`ui.gate.enter`) calls it first, on every run of every route, before any page can start a
+    job (``make app`` also sets the umask before the server starts: ``ui.serve``)."""
+    private_writes(shared)
 
 
 def tab_token() -> str:
@@ -83,12 +92,14 @@ def _verdict(typed: str, expected: str, scope: str, key: str) -> str:
 
 
 def password_gate(expected: str, scope: str, label: str, key: str, offered: str = "",
-                  wrong: str = "Wrong password.", help: str | None = None) -> bool:
+                  wrong: str = "Wrong password.", help: str | None = None, count_wrong_only: bool = False) -> bool:
     """A password box (widget key ``key``); True once this tab typed ``expected`` (the box is then gone).
 
     ``offered``: a value that came another way (the ``?token=`` of the address), tried when the box is empty.
     Each new value is one try: over :data:`PER_CLIENT` or :data:`OVERALL` tries the box answers "too many tries"
     without comparing; reruns with the same value count once. ``wrong``: the line shown for a wrong value.
+    ``count_wrong_only`` (the access token, long enough that guessing is hopeless): the right value always opens,
+    and only wrong ones count, so another user's wrong tries cannot lock the owner out.
     """
     if passed(expected, key):
         return True
@@ -96,7 +107,8 @@ def password_gate(expected: str, scope: str, label: str, key: str, offered: str 
     typed = box.text_input(label, type="password", key=key, help=help) or offered
     if not typed:
         return False
-    verdict = _verdict(typed, expected, scope, key)
+    right_first = count_wrong_only and password_matches(typed, expected)
+    verdict = "ok" if right_first else _verdict(typed, expected, scope, key)
     if verdict == "ok":
         st.session_state[f"{key}_ok"] = _digest(expected)
         st.session_state.pop(f"{key}_tried", None)

@@ -28,12 +28,12 @@ works; a new tab without it asks again (Streamlit has no server-set cookie to re
 
 from __future__ import annotations
 
-import sys
 from urllib.parse import urlencode
 
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
+from asc.errors import AscError
 from asc.paths import APP_ROOT, app_password, study_mode
 from ui import access
 
@@ -41,23 +41,10 @@ TOKEN_KEY = "app_token"  # the token box's widget key
 PASSWORD_KEY = "app_pw"  # the app password box's widget key
 
 
-def _announce(token: str) -> None:
-    """Print the address with a token this process made (``streamlit run app.py`` without ``make app``)."""
-    address = str(st.get_option("server.address") or "localhost")
-    print(f"AsC Studio's access token (ASC_TOKEN=off switches it off): "
-          f"http://{address}:{st.get_option('server.port')}/?token={token}", file=sys.stderr, flush=True)
-
-
-def required_token() -> str | None:
-    """The token this server asks for (None: none), made and printed on first use when nobody set one."""
-    return access.policy(announce=_announce).token
-
-
-def admitted() -> bool:
-    """Whether this tab may see the app: past the password and the token it needs (draws nothing)."""
-    password, token = app_password(), required_token()
-    return ((not password or access.passed(password, PASSWORD_KEY))
-            and (token is None or access.passed(token, TOKEN_KEY)))
+def _passed(token: str | None) -> bool:
+    """Whether this tab got past the password and the token it needs (draws nothing)."""
+    password = app_password()
+    return (not password or access.passed(password, PASSWORD_KEY)) and (token is None or access.passed(token, TOKEN_KEY))
 
 
 def _token_box(token: str) -> bool:
@@ -65,7 +52,7 @@ def _token_box(token: str) -> bool:
     if not offered:
         st.info("This AsC Studio asks for its access token, as Jupyter does: open the address printed where the "
                 "app was started (it ends in `?token=...`), or paste the token below.")
-    return access.password_gate(token, "token", "Access token", TOKEN_KEY, offered=str(offered),
+    return access.password_gate(token, "token", "Access token", TOKEN_KEY, offered=str(offered), count_wrong_only=True,
                                 wrong="Wrong access token: copy it again from the address the app printed at start.",
                                 help="Printed by `make app`; set your own with ASC_TOKEN, or switch it off with "
                                      "ASC_TOKEN=off (then every account on this machine can use the app).")
@@ -81,15 +68,19 @@ def enter(study: bool = False, router: bool = False) -> None:
     """Stop this script run unless the visitor may see what follows: the password, the token, and in study mode
     only the study pages (``study``: the calling page is one). ``router``: the caller is ``app.py``, which routes
     itself; a page reached by the legacy routing only links to the app. Call it before anything else is drawn."""
-    access.protect_files()
-    legacy = legacy_routing()
-    if legacy and not (router and admitted()):  # (the router's own navigation ends it for an admitted visitor)
+    try:
+        policy = access.policy()
+    except AscError as err:  # an ASC_TOKEN too short to stand unlimited tries
+        st.error(str(err))
+        st.stop()
+    access.protect_files(policy.shared)
+    token, legacy = policy.token, legacy_routing()
+    if legacy and not (router and _passed(token)):  # (the router's own navigation ends it for an admitted visitor)
         # a hidden navigation of the app alone: ends the legacy routing, hides its list of page files
         st.navigation([st.Page(str(APP_ROOT / "app.py"), title="AsC Studio", default=True)], position="hidden")
     password = app_password()
     if password and not access.password_gate(password, "app", "Password", key=PASSWORD_KEY):
         st.stop()  # nothing of the app (not even its pages' names) before the right password
-    token = required_token()
     if token is not None and not _token_box(token):
         st.stop()
     if study_mode() and not study:

@@ -108,13 +108,22 @@ def upload_name(name: str, suffixes: tuple[str, ...]) -> str:
     return name
 
 
+MAX_UPLOAD_MB = 1  # the inspector's uploader (Streamlit refuses more; 60,000 characters are at most 240 KB)
+
+
 def decode_upload(data: bytes, name: str) -> str:
-    """Uploaded bytes as text, or an InputError naming the fix (invalid UTF-8)."""
+    """Uploaded bytes as text, or an InputError naming the fix: more than :data:`MAX_CHARS` characters could hold
+    (checked before decoding, so a large file never reaches the session or the text box), or invalid UTF-8."""
+    if len(data) > 4 * MAX_CHARS:
+        raise InputError(f"{name} has {len(data):,} bytes, more than the browser view takes ({MAX_CHARS:,} characters):"
+                         " explain a single function, or use `python -m asc explain FILE` for longer files")
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise InputError(f"{name} is not valid UTF-8 (byte {err.start}: {err.reason}); re-save it as UTF-8 "
                          "and upload it again") from None
+    check_length(text)
+    return text
 
 
 def check_length(text: str) -> None:

@@ -22,6 +22,7 @@ the gate of every page (:mod:`ui.gate`) covers the legacy routing.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from asc.access import AccessPolicy, is_loopback
+from asc.errors import AscError
 from asc.paths import APP_ROOT, child_environment, study_mode
 
 __all__ = ["app_url", "main"]
@@ -57,11 +59,13 @@ def app_url(address: str, port: str, token: str | None) -> str:
 
 
 def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float) -> bool:
-    """True once ``url`` answers; False when the server exited or ``timeout`` passed."""
+    """True once ``url`` answers; False when the server exited or ``timeout`` passed (no proxy: ``http_proxy``
+    must not decide whether a server on this machine is up)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         try:
-            with urllib.request.urlopen(url, timeout=2):
+            with opener.open(url, timeout=2):
                 return True
         except OSError:
             time.sleep(0.3)
@@ -88,7 +92,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     address = _option(args, "--server.address", "")
     port = _option(args, "--server.port", "8501")
-    policy = AccessPolicy.from_environment(address, study_mode())
+    try:
+        policy = AccessPolicy.from_environment(address, study_mode())
+    except AscError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if policy.shared:
+        os.umask(0o077)  # a shared server's files are its own from the first one (the gate sets it too)
     # the same token in the server (made here, printed below), in its environment and never on its command line
     env = child_environment(**({"ASC_TOKEN": policy.token} if policy.token is not None else {}))
     proc = subprocess.Popen([sys.executable, "-m", "ui.serve", "--child", "run", str(APP_ROOT / "app.py"), *args],
@@ -100,7 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, forward)
     probe = "127.0.0.1" if address in ("", "0.0.0.0") else ("::1" if address == "::" else address)
     try:
-        if _wait_healthy(proc, app_url(probe, port, None) + "_stcore/health", START_TIMEOUT):
+        up = _wait_healthy(proc, app_url(probe, port, None) + "_stcore/health", START_TIMEOUT)
+        if up or proc.poll() is None:  # printed even when the health check never answered (a base URL path, say)
             mode = "shared mode: see README, 'Sharing the app'" if policy.shared else "local mode"
             print(f"\n  AsC Studio ({mode}): {app_url(address, port, policy.token)}\n", flush=True)
             if not policy.shared and not is_loopback(address):

@@ -71,11 +71,18 @@ _FIX = "HOST:6379 (the head's GCS port) or ray://HOST:10001 (Ray Client)"
 
 
 def check_shared_address(address: str) -> None:
-    """CorpusError for ``auto`` on a shared server: the cluster it joins is named by a file any local user can write."""
+    """CorpusError for ``auto`` or ``local`` on a shared server: ``auto`` joins the cluster named by a file any local
+    user can write, and ``local`` starts a Ray whose temporary folder (``/tmp/ray``) another user can make first.
+    (An explicit address is trusted: a Ray cluster trusts whoever reaches its ports, so run it where other users
+    cannot take them; README, "Sharing the app".)"""
     if address.strip().lower() == "auto":
         raise CorpusError("ASC_RAY_ADDRESS=auto is refused on a shared server: Ray would join the cluster named in "
                           "<tmp>/ray/ray_current_cluster, a file every user of this machine can write. Set "
                           f"ASC_RAY_ADDRESS to the cluster's own address, {_FIX}, and restart the app")
+    if address.strip().lower() == "local":
+        raise CorpusError("ASC_RAY_ADDRESS=local is refused on a shared server: a Ray started here keeps its files "
+                          "in /tmp/ray, where another user of this machine can plant them first. Unset "
+                          f"ASC_RAY_ADDRESS (runs stay in the app's process), or give a cluster's address, {_FIX}")
 
 
 def resolve_address(address: str | None) -> str:

@@ -20,12 +20,12 @@ LONG = "def long_function(values):\n" + "".join(
     f"    total_{i} = values[{i}] * {i} + {i * 7}\n" for i in range(7)) + "    return total_0\n"
 
 TOKEN_KEYS = {"index", "text", "start", "end", "prob", "logprob", "entropy", "rank", "top"}
-NODE_KEYS = {"id", "type", "named", "start", "end", "parent", "depth", "category", "is_error", "tokens", "value"}
+NODE_KEYS = {"id", "type", "named", "start", "end", "parent", "depth", "category", "is_error", "token_slice", "value"}
 
 
 def _check_dict(ex):
     d = ex.to_dict()
-    assert {"model", "tokens", "nodes", "snippet"} <= set(d)
+    assert {"model", "tokens", "bindings", "nodes", "snippet"} <= set(d)
     src = ex.source
     s, t = ex.scores, ex.tree
     assert len(d["tokens"]) == s.n_tokens and len(d["nodes"]) == t.n_nodes
@@ -46,9 +46,10 @@ def _check_dict(ex):
         assert nd["id"] == i and nd["type"] == t.type[i]
         assert src[nd["start"] : nd["end"]] == t.text(i)
         assert nd["parent"] == (None if i == 0 else int(t.parent[i]))
-        assert nd["tokens"] == ex.alignment.tokens_of(i).tolist()
+        lo, hi = nd["token_slice"]
+        assert d["bindings"][lo:hi] == ex.alignment.tokens_of(i).tolist()
         # the value is theta (median) over the node's tokens that have a prediction
-        probs = [s.prob[k] for k in nd["tokens"] if not math.isnan(s.prob[k])]
+        probs = [s.prob[k] for k in d["bindings"][lo:hi] if not math.isnan(s.prob[k])]
         if probs:
             assert nd["value"] == pytest.approx(float(np.median(probs)))
         else:
@@ -104,7 +105,7 @@ def test_bos_model(tiny_bos):
     d = _check_dict(ex)
     assert d["tokens"][0]["special"] is True and d["tokens"][0]["prob"] is None
     assert d["tokens"][1]["prob"] is not None
-    assert all(0 not in nd["tokens"] for nd in d["nodes"])
+    assert 0 not in d["bindings"]  # no node holds the BOS token
 
 
 @pytest.mark.parametrize("aggregate", ["mean", "max"])
@@ -167,12 +168,12 @@ def test_missing_node_with_next_token_option(tiny):
     source = "def f(:\n  pass\n"
     plain = explain(tiny, source).to_dict()
     missing = [nd for nd in plain["nodes"] if nd["is_missing"]]
-    assert missing and all(nd["tokens"] == [] and nd["value"] is None for nd in missing)
+    assert missing and all(nd["token_slice"][0] == nd["token_slice"][1] and nd["value"] is None for nd in missing)
     nxt = explain(tiny, source, options=AlignOptions(zero_width="next_token")).to_dict()
     missing_next = [nd for nd in nxt["nodes"] if nd["is_missing"]]
     assert [nd["id"] for nd in missing_next] == [nd["id"] for nd in missing]  # the same tree either way
     for nd in missing_next:
-        assert len(nd["tokens"]) == 1 and nd["value"] is not None
+        assert nd["token_slice"][1] - nd["token_slice"][0] == 1 and nd["value"] is not None
     json.dumps(nxt, allow_nan=False)
 
 

@@ -42,7 +42,7 @@ def test_explain_json_layout(tmp_path):
         assert SRC[t["start"]:t["end"]] == t["text"]
     for n in doc["nodes"]:
         assert set(n) >= {"id", "type", "named", "start", "end", "parent", "depth", "category", "is_error",
-                          "tokens", "value"}
+                          "token_slice", "value"}
     assert doc["snippet"]["n_tokens"] == len(tok)
     assert set(doc["snippet"]["categories"]) >= {"Scope", "Natural Language"}
     assert doc["snippet"]["categories"]["Exceptions"] is None

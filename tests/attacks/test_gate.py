@@ -94,9 +94,9 @@ def test_a_local_server_makes_one_random_token_and_keeps_it(monkeypatch):
 def test_asc_token_sets_the_token_and_off_switches_it_off(monkeypatch):
     from asc.access import AccessPolicy
 
-    monkeypatch.setenv("ASC_TOKEN", "my own token")
-    assert AccessPolicy.from_environment("127.0.0.1", False).token == "my own token"
-    assert AccessPolicy.from_environment("0.0.0.0", False).token == "my own token"  # an admin's choice
+    monkeypatch.setenv("ASC_TOKEN", "my own long token")
+    assert AccessPolicy.from_environment("127.0.0.1", False).token == "my own long token"
+    assert AccessPolicy.from_environment("0.0.0.0", False).token == "my own long token"  # an admin's choice
     for off in ("off", "OFF", " off "):
         monkeypatch.setenv("ASC_TOKEN", off)
         assert AccessPolicy.from_environment("127.0.0.1", False).token is None
@@ -153,12 +153,53 @@ def test_the_token_box_takes_the_token_and_limits_tries(monkeypatch):
     assert any("Wrong access token" in e.value for e in at.error) and not _titles(at)
     at.text_input(key="app_token").set_value("tok-" + "x" * 28).run()
     assert "Completion inspector" in _titles(at)
-    other = _token_app(monkeypatch)  # another tab: five wrong tries, then even the right token waits
+    other = _token_app(monkeypatch)  # another tab: five wrong tries, then the sixth is not even compared
     other.run()
-    for i in range(5):
+    for i in range(6):
         other.text_input(key="app_token").set_value(f"guess{i}").run()
-    other.text_input(key="app_token").set_value("tok-" + "x" * 28).run()
     assert any("Too many tries" in e.value for e in other.error) and not _titles(other)
+    other.text_input(key="app_token").set_value("tok-" + "x" * 28).run()
+    assert "Completion inspector" in _titles(other), "the right token always opens (only wrong ones count)"
+
+
+def test_wrong_tries_of_others_never_lock_the_owner_out(monkeypatch):
+    """On loopback Streamlit knows no client address, so the overall cap (30 a minute) is shared by every account:
+    the right token is compared first and never counted, so neither an attacker's wrong tries nor the owner's own
+    reloads (each a new session) keep the owner out."""
+    for i in range(31):  # another account's wrong tokens, each in a new session, up to the overall cap
+        at = _token_app(monkeypatch)
+        at.query_params["token"] = f"wrong-{i}"
+        at.run()
+    assert any("Too many tries" in e.value for e in at.error)
+    for _ in range(3):  # the owner's reloads of the printed address
+        owner = _token_app(monkeypatch)
+        owner.query_params["token"] = "tok-" + "x" * 28
+        owner.run()
+        assert "Completion inspector" in _titles(owner)
+
+
+def test_a_short_asc_token_is_refused_with_the_fix(monkeypatch):
+    from asc.access import MIN_TOKEN_CHARS, AccessPolicy
+    from asc.errors import InputError
+
+    monkeypatch.setenv("ASC_TOKEN", "x" * (MIN_TOKEN_CHARS - 1))
+    with pytest.raises(InputError, match="at least 16"):
+        AccessPolicy.from_environment("127.0.0.1", False)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception and any("ASC_TOKEN has 15 characters" in e.value for e in at.error)
+    assert not _titles(at) and not at.text_input
+
+
+def test_plain_streamlit_run_prints_the_address_with_the_token_it_made(monkeypatch, capsys):
+    """Without make app's launcher the server makes the token itself on the first visit: it must say so."""
+    monkeypatch.delenv("ASC_TOKEN", raising=False)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    from asc.access import server_token
+
+    printed = capsys.readouterr().err
+    assert f"?token={server_token()}" in printed and printed.count("?token=") == 1
 
 
 def test_a_restart_with_another_token_asks_again(monkeypatch):

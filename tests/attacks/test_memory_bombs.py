@@ -232,7 +232,9 @@ def test_explaining_a_deep_or_wide_tree_agrees_with_the_definition_or_is_refused
         probs = probs[~np.isnan(probs)]
         assert ex.values[node] == pytest.approx(float(np.median(probs)) if len(probs) else math.nan, nan_ok=True)
     payload = ex.to_dict()
-    assert [n["tokens"] for n in payload["nodes"]] == [al.tokens_of(i).tolist() for i in range(tree.n_nodes)]
+    assert len(payload["bindings"]) < 2 * s.n_tokens, "the JSON grows with tokens + nodes, not tokens x depth"
+    assert [payload["bindings"][slice(*n["token_slice"])] for n in payload["nodes"]] == [
+        al.tokens_of(i).tolist() for i in range(tree.n_nodes)]
     for view in ("partial", "complete"):  # the inspector's figures: no recursion, every node drawn once
         fig = tree_figure(ex, view, collapse_unary=True)
         drawn = [int(n) for t in fig.data if t.name in ("value", "no tokens") and t.customdata is not None

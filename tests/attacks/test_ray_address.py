@@ -175,3 +175,10 @@ def test_explicit_addresses_pass_through_and_none_means_a_local_ray():
     for address in ("10.0.0.5:6379", "ray://head.lab:10001", " [::1]:6379 "):
         assert engines.resolve_address(address) == address.strip()
     assert engines.resolve_address(None) == engines.resolve_address("") == engines.resolve_address("local") == "local"
+
+
+@pytest.mark.parametrize("address", ["auto", "AUTO ", "local"])
+def test_a_shared_server_refuses_addresses_another_user_can_steer(address):
+    with pytest.raises(CorpusError, match="refused on a shared server"):
+        engines.check_shared_address(address)
+    engines.check_shared_address("10.0.0.5:6379")  # an explicit cluster address is the admin's choice

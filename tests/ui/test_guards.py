@@ -34,3 +34,12 @@ def test_check_length_accepts_up_to_the_limit_and_refuses_beyond():
     assert f"the snippet has {guards.MAX_CHARS + 1:,} characters" in message
     assert f"at most {guards.MAX_CHARS:,}" in message and "python -m asc explain FILE" in message
     assert guards.MAX_CHARS == 60_000
+
+
+def test_an_upload_longer_than_the_view_takes_is_refused_before_decoding():
+    """A 200 MB upload (Streamlit's default limit) used to be decoded into the session and the text box first."""
+    with pytest.raises(InputError, match="more than the browser view takes"):
+        guards.decode_upload(b"x" * (4 * guards.MAX_CHARS + 1), "big.py")
+    with pytest.raises(InputError, match="the browser view takes at most"):
+        guards.decode_upload(b"x" * (guards.MAX_CHARS + 1), "long.py")  # decodes, then the length check
+    assert len(guards.decode_upload(b"x" * guards.MAX_CHARS, "ok.py")) == guards.MAX_CHARS
