@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -70,7 +71,9 @@ class Flipper:
     def _run(self) -> None:
         while not self.stop.is_set():
             _regular(self.target)
+            time.sleep(0)  # let the reader see each state (under load the thread may flip rarely)
             _link(self.target, self.outside)
+            time.sleep(0)
             self.flips += 1
 
     def __enter__(self) -> Flipper:
@@ -86,17 +89,25 @@ class Flipper:
 def test_a_file_flipped_to_a_link_by_a_racing_thread_never_returns_the_outside_file(tmp_path, which):
     root, target, secret = _layout(tmp_path)
     spec = str(target if which == "file" else target.parent)
-    leaks = inside = 0
+    leaks = refused = 0
+    odd: list[list[str]] = []
     with Flipper(target, secret) as flipper:
         for _ in range(TRIES):
             try:
                 texts = [s.source for s in load_corpus(spec, min_lines=1, roots=[root])]
             except CorpusError:
-                continue  # the link was seen and refused: right
+                refused += 1  # the link was seen and refused: right
+                continue
             leaks += _leaked(texts)
-            inside += INSIDE in texts
+            # the file spec reads the inside file; the folder spec keeps keep.py and reads m.py or skips the link
+            if texts not in ([[INSIDE]] if which == "file" else [[INSIDE, STABLE], [STABLE, INSIDE], [STABLE]]):
+                odd.append(texts)
     assert leaks == 0, f"{leaks} of {TRIES} loads returned the file outside the data root"
-    assert flipper.flips > 0 and inside > 0  # the race ran: the inside file was read too
+    assert not odd, f"{len(odd)} loads returned something else, e.g. {odd[0]!r}"
+    # The race ran. How often the reader sees each state depends on the scheduler (on a loaded CI machine the
+    # thread flipped 20 times in 500 loads and every load saw the link), so only the flips are required.
+    assert flipper.flips > 0
+    assert which == "file" or refused == 0  # a folder spec skips the link and keeps the rest
 
 
 @pytest.fixture
