@@ -61,7 +61,7 @@ from asc.atomic import write_atomic
 from asc.confined import builtin_folder, corpus_roots, open_path, read_fd, walk_files
 from asc.corpus.sources import MAX_FILES, MAX_SOURCE_BYTES, check_corpus_spec
 from asc.errors import AscError, CorpusError
-from asc.paths import cache_dir
+from asc.paths import cache_dir, untrusted_environment
 
 __all__ = ["CHECKER", "MYPY_FLAGS", "CheckResult", "CheckerError", "Diagnostic", "NoneWarning", "check_corpus",
            "corpus_texts", "mypy_version", "none_warning", "parse_mypy_json", "union_has_none"]
@@ -271,7 +271,8 @@ def _run_mypy(src: Path, targets: list[str]) -> tuple[str, float]:
     cmd = [sys.executable, "-m", "mypy", *MYPY_FLAGS, *targets]
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, cwd=src, capture_output=True, text=True, timeout=TIMEOUT_S)
+        proc = subprocess.run(cmd, cwd=src, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              env=untrusted_environment())
     except subprocess.TimeoutExpired:
         raise CheckerError(f"mypy ran longer than {TIMEOUT_S} s: give a smaller corpus (a folder)") from None
     seconds = time.perf_counter() - start
