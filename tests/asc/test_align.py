@@ -11,6 +11,7 @@ import pytest
 
 from asc.align import AlignOptions, align
 from asc.syntax import parse
+from tests.helpers import binding_pairs
 
 COUNT = "def countChars(string, character):\n    return 1\n"
 COUNT_PIECES = ["def", " countChars", "(", "string", ",", " character", "):", "\n   ", " return", " 1", "\n"]
@@ -57,11 +58,12 @@ def node(tree, type_, text=None):
 
 def bound_nodes(al, token):
     """Set of nodes that own ``token``."""
-    return {int(n) for n, t in zip(al.node_of_binding(), al.indices, strict=True) if t == token}
+    return {int(n) for n, t in zip(*binding_pairs(al), strict=True) if t == token}
 
 
 def pairs(al):
-    return set(zip(al.node_of_binding().tolist(), al.indices.tolist(), strict=True))
+    nodes, tokens = binding_pairs(al)
+    return set(zip(nodes.tolist(), tokens.tolist(), strict=True))
 
 
 def core(source, s, e):
@@ -93,10 +95,9 @@ def brute_force(tree, start, end, special=None):
 
 def check_structure(al, tree, n_tokens):
     assert al.n_nodes == tree.n_nodes
-    assert al.indptr.shape == (tree.n_nodes + 1,)
-    assert al.indptr[0] == 0 and al.indptr[-1] == len(al.indices)
-    assert np.all(np.diff(al.indptr) >= 0)
-    assert np.array_equal(al.counts(), np.diff(al.indptr))
+    assert al.lo.shape == al.hi.shape == (tree.n_nodes,)
+    assert np.all((0 <= al.lo) & (al.lo <= al.hi) & (al.hi <= len(al.order)))
+    assert np.array_equal(al.counts(), al.hi - al.lo)
     for n in range(tree.n_nodes):
         toks = al.tokens_of(n)
         assert np.all(np.diff(toks) > 0), "tokens of a node are sorted and unique"
@@ -315,7 +316,7 @@ def test_bos_is_never_bound(tiny_bos):
         assert special[0] and start[0] == 0 and end[0] == 0
         for opts in ALL_OPTIONS:
             al = align(tree, start, end, special, opts)
-            assert 0 not in set(al.indices.tolist())
+            assert 0 not in set(binding_pairs(al)[1].tolist())
         # the other tokens bind as they do without the BOS (shifted by one)
         plain = align(tree, start[1:], end[1:], special[1:])
         with_bos = align(tree, start, end, special)
@@ -328,7 +329,7 @@ def test_special_token_with_a_span_is_never_bound():
     special = np.zeros(len(start), dtype=bool)
     special[3] = True  # pretend "string" is a special token
     al = align(tree, start, end, special)
-    assert 3 not in set(al.indices.tolist())
+    assert 3 not in set(binding_pairs(al)[1].tolist())
     assert al.counts()[node(tree, "identifier", "string")] == 0
 
 
@@ -380,7 +381,7 @@ def test_empty_source_zero_tokens():
         al = align(tree, empty, empty, np.zeros(0, dtype=bool), opts)
         assert al.n_nodes == 1
         assert al.counts().tolist() == [0]
-        assert len(al.indices) == 0
+        assert len(binding_pairs(al)[1]) == 0
         assert al.tokens_of(0).tolist() == []
 
 
