@@ -52,20 +52,20 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from asc.depth import CROSSING
-    from asc.explain import check_source, explain
+    from asc.explain import checked_tree, explain
 
-    source = check_source(read_source(args.file), args.language)  # refuse bad input before loading the model
+    tree = checked_tree(read_source(args.file), args.language)  # refuse bad input before loading the model
     bundle = load_bundle(args)
     depth = None
     if args.layers:
         from asc.depth import explain_layers
 
-        depth = explain_layers(bundle, source, language=args.language, aggregate=args.aggregate,
-                               options=_align_options(args), max_window=args.max_window)
+        depth = explain_layers(bundle, tree.source, language=args.language, aggregate=args.aggregate,
+                               options=_align_options(args), max_window=args.max_window, tree=tree)
         ex = depth.explanation
     else:
-        ex = explain(bundle, source, language=args.language, aggregate=args.aggregate, options=_align_options(args),
-                     max_window=args.max_window)
+        ex = explain(bundle, tree.source, language=args.language, aggregate=args.aggregate,
+                     options=_align_options(args), max_window=args.max_window, tree=tree)
     if args.json:
         payload = ex.to_dict()
         if depth is not None:

@@ -52,7 +52,7 @@ from pathlib import Path
 from asc import confined
 from asc.errors import CorpusError
 from asc.files import os_error_message
-from asc.syntax import LANGUAGES, MAX_AST_DEPTH, get_parser, too_deep_to_parse
+from asc.syntax import LANGUAGES, MAX_AST_DEPTH, get_parser, subtree_too_deep, too_deep_to_parse
 
 __all__ = ["Snippet", "BUILTIN_CORPORA", "load_corpus", "check_corpus_spec", "extract_functions", "DEFAULT_MIN_LINES",
            "DEFAULT_MAX_LINES", "MAX_FILES", "MAX_JSONL_BYTES", "MAX_JSONL_LINE_BYTES", "MAX_SOURCE_BYTES"]
@@ -93,7 +93,9 @@ def _name_of(node) -> str:
 def extract_functions(source: str, language: str = "python", origin: str = "",
                       min_lines: int | None = DEFAULT_MIN_LINES,
                       max_lines: int | None = DEFAULT_MAX_LINES) -> list[Snippet]:
-    """Top-level functions and methods of ``source`` as dedented snippets, filtered by line count."""
+    """Top-level functions and methods of ``source`` as dedented snippets, filtered by line count; a function whose
+    syntax tree, parsed alone, would be deeper than :data:`asc.syntax.MAX_AST_DEPTH` is skipped with a warning
+    (its depth is read from this file's tree: :func:`asc.syntax.subtree_too_deep`)."""
     data = source.encode("utf-8")
     tree = get_parser(language).parse(data)
     kinds = _FUNCTION_TYPES[language]
@@ -109,13 +111,23 @@ def extract_functions(source: str, language: str = "python", origin: str = "",
                 text = text[len(prefix):]
             text = textwrap.dedent(text).rstrip() + "\n"
             n = text.count("\n")
-            if (min_lines is None or n >= min_lines) and (max_lines is None or n <= max_lines):
-                line = node.start_point[0] + 1
-                out.append(Snippet(id=f"{origin}:{line}" if origin else f"line{line}", source=text,
-                                   language=language, origin=origin, name=_name_of(node), line=line))
+            line = node.start_point[0] + 1
+            snip_id = f"{origin}:{line}" if origin else f"line{line}"
+            if (min_lines is not None and n < min_lines) or (max_lines is not None and n > max_lines):
+                continue
+            if subtree_too_deep(node, above=1):  # parsed alone, the function sits under a module
+                _skip_deep(snip_id)
+                continue
+            out.append(Snippet(id=snip_id, source=text, language=language, origin=origin, name=_name_of(node),
+                               line=line))
             continue  # nested functions stay inside their outer function
         stack.extend(reversed(node.children))
     return out
+
+
+def _skip_deep(snip_id: str) -> None:
+    log.warning("skipping %s: its syntax tree is more than %d levels deep (asc.syntax.MAX_AST_DEPTH)", snip_id,
+                MAX_AST_DEPTH)
 
 
 def _decode(data: bytes, shown: str | Path) -> str | None:
@@ -254,7 +266,10 @@ def _jsonl(path: Path, fd: int, min_lines, max_lines) -> Iterator[Snippet]:
             log.warning("%s line %d skipped: %s", path, m, why)
         pending.clear()
         if (min_lines is None or snip.n_lines >= min_lines) and (max_lines is None or snip.n_lines <= max_lines):
-            yield snip
+            if too_deep_to_parse(snip.source, snip.language):
+                _skip_deep(snip.id)
+            else:
+                yield snip
     if not usable:
         first = f" (line {pending[0][0]}: {pending[0][1]})" if pending else " (it is empty)"
         raise CorpusError(f"{path} has no usable line{first}: give one JSON object per line with a 'code' string "
@@ -359,10 +374,6 @@ def _unique(snippets: Iterable[Snippet], limit: int | None) -> list[Snippet]:
         if digest in seen_src or not snip.source.strip():
             continue
         seen_src.add(digest)
-        if too_deep_to_parse(snip.source, snip.language):
-            log.warning("skipping %s: its syntax tree is more than %d levels deep (asc.syntax.MAX_AST_DEPTH)", snip.id,
-                        MAX_AST_DEPTH)
-            continue
         if snip.id in seen_id:  # ids must be unique for resuming
             seen_id[snip.id] += 1
             snip = Snippet(f"{snip.id}#{seen_id[snip.id]}", snip.source, snip.language, snip.origin, snip.name,
