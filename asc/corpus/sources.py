@@ -54,7 +54,7 @@ from asc.errors import CorpusError
 from asc.files import os_error_message
 from asc.syntax import LANGUAGES, MAX_AST_DEPTH, get_parser, subtree_too_deep, too_deep_to_parse
 
-__all__ = ["Snippet", "BUILTIN_CORPORA", "load_corpus", "check_corpus_spec", "extract_functions", "DEFAULT_MIN_LINES",
+__all__ = ["Snippet", "BUILTIN_CORPORA", "load_corpus", "check_corpus_spec", "check_line_range", "extract_functions", "DEFAULT_MIN_LINES",
            "DEFAULT_MAX_LINES", "MAX_FILES", "MAX_JSONL_BYTES", "MAX_JSONL_LINE_BYTES", "MAX_SOURCE_BYTES"]
 
 log = logging.getLogger(__name__)
@@ -347,6 +347,19 @@ def check_corpus_spec(spec: str, roots: Sequence[Path] | None = None) -> None:
                               "server's ASC_DATA_ROOTS include its folder")
 
 
+def check_line_range(min_lines: int | None, max_lines: int | None) -> None:
+    """A :class:`~asc.errors.CorpusError` naming the fix for line filters that keep no function: a negative
+    ``min_lines``, a ``max_lines`` below 1, or ``min_lines`` above ``max_lines`` (None: no bound). Every corpus
+    load checks it (:func:`load_corpus`: the CLI's ``--min-lines``/``--max-lines``, the app's jobs, the probes)."""
+    if min_lines is not None and min_lines < 0:
+        raise CorpusError(f"min_lines (--min-lines) must be 0 or more (got {min_lines})")
+    if max_lines is not None and max_lines < 1:
+        raise CorpusError(f"max_lines (--max-lines) must be at least 1 (got {max_lines})")
+    if min_lines is not None and max_lines is not None and min_lines > max_lines:
+        raise CorpusError(f"--min-lines {min_lines} is above --max-lines {max_lines}: no function would be kept; give "
+                          "a range with min <= max")
+
+
 def load_corpus(spec: str, limit: int | None = None, min_lines: int | None = None,
                 max_lines: int | None = None, roots: Sequence[Path] | None = None) -> list[Snippet]:
     """Load up to ``limit`` snippets (deterministic order, duplicates dropped). See the module doc.
@@ -355,6 +368,7 @@ def load_corpus(spec: str, limit: int | None = None, min_lines: int | None = Non
     (None: anywhere but the refused places of :func:`check_corpus_spec`)."""
     if limit is not None and limit < 1:
         raise CorpusError(f"limit must be at least 1 (got {limit}); leave it out to read the whole corpus")
+    check_line_range(min_lines, max_lines)
     check_corpus_spec(spec, roots)
     with closing(_iter_corpus(spec, min_lines, max_lines, confined.corpus_roots(spec, roots))) as snippets:  # closes what it opened
         out = _unique(snippets, limit)

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from asc.confined import corpus_roots
-from asc.corpus.sources import Snippet, load_corpus
+from asc.corpus.sources import Snippet, check_line_range, load_corpus
 from asc.errors import CorpusError, InputError
 from probes.gluecode.callgraph import CorpusFiles, module_name
 from probes.gluecode.context import build_contexts
@@ -390,6 +390,7 @@ def null_items(corpus_spec: str, size: int = 1000, seed: int = 0, workdir: str |
     mypy's output is cached under ``workdir`` (default: the app's cache folder). ``contexts``: build the file and
     call-graph texts (:func:`probes.gluecode.context.build_contexts`)."""
     start = time.perf_counter()
+    check_line_range(min_lines, max_lines)  # before mypy runs
     result = check_corpus(corpus_spec, workdir, roots)
     snippets = load_corpus(corpus_spec, min_lines=min_lines, max_lines=max_lines, roots=roots)
     items, counts = null_items_from_check(result, snippets, CorpusFiles(result.base, corpus_roots(corpus_spec, roots)),

@@ -191,3 +191,12 @@ def test_a_builtin_corpus_is_read_from_its_own_folder_whatever_the_data_roots(tm
     secret = tmp_path / "secret.py"
     secret.write_text("k = 'hunter2'\n")
     assert files.text(os.path.relpath(secret, sysconfig.get_paths()["stdlib"])) is None  # ../../..: confined
+
+
+@pytest.mark.parametrize(("lines", "says"), [((10, 5), "--min-lines 10 is above --max-lines 5"),
+                                             ((-3, None), "0 or more"), ((None, 0), "at least 1")])
+def test_line_filters_that_keep_nothing_are_refused_before_anything_is_read(tmp_path, lines, says):
+    """The rule lived in the CLI only: the app's and the probes' loads took any range (a negative minimum kept
+    everything, a minimum above the maximum read the whole corpus to keep nothing)."""
+    with pytest.raises(CorpusError, match=says):
+        load_corpus(str(tmp_path / "not-read"), min_lines=lines[0], max_lines=lines[1])
