@@ -13,8 +13,8 @@ files users name: corpora, the command line's source files (:func:`read_user_fil
   it is (``fstat``: only a regular file, or a folder where one is wanted). Only then does it open it for
   reading, through ``/proc/self/fd/N``: the same inode, no second walk of the path (``O_NONBLOCK``, never a
   controlling terminal).
-* :func:`read_fd` reads an opened descriptor: a regular file of at most ``max_bytes``, checked again while
-  reading (a file growing meanwhile is refused too) by :func:`asc.files.read_bounded`, the one bounded loop.
+* :func:`read_fd` reads an opened descriptor: a regular file of at most ``max_bytes``, its size checked before a
+  byte is read and again while reading (a file growing meanwhile is refused too): the one bounded read loop.
 * :func:`read_file` is the two together; :func:`read_user_file` is the same reader with the command line's
   :class:`~asc.errors.InputError` messages (:class:`Wording` says how a reader refuses); :func:`walk_files`
   reads every wanted file below an opened folder: each subfolder is opened relative to its parent's descriptor
@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asc.errors import AscError, CorpusError, InputError
-from asc.files import check_path_text, kind_of, os_error_message, read_bounded
+from asc.files import check_path_text, kind_of, os_error_message
 from asc.files import shown as shown_path
 
 __all__ = ["MAX_READ_BYTES", "Refused", "Wording", "builtin_folder", "corpus_roots", "inside", "open_path",
@@ -70,6 +70,7 @@ MAX_READ_BYTES = 512 * 2**20  # the default cap of one read (a large .jsonl corp
 _O_PATH = getattr(os, "O_PATH", 0)  # Linux; 0 where the system has none (macOS: see the module doc)
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _DIR_FLAGS = _FLAGS | os.O_DIRECTORY | os.O_NOFOLLOW
+_CHUNK = 1 << 20  # bytes asked of one os.read
 
 
 class Refused(CorpusError):
@@ -219,10 +220,15 @@ def read_fd(fd: int, shown: str | os.PathLike[str], max_bytes: int = MAX_READ_BY
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         raise wording.not_readable(name, st.st_mode)
-    data = read_bounded(fd, max_bytes)
-    if data is None:
-        raise wording.too_big(name, max(st.st_size, max_bytes + 1), max_bytes)
-    return data
+    if st.st_size > max_bytes:
+        raise wording.too_big(name, st.st_size, max_bytes)
+    chunks, total = [], 0
+    while chunk := os.read(fd, min(_CHUNK, max_bytes + 1 - total)):
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > max_bytes:  # it grew since fstat
+            raise wording.too_big(name, total, max_bytes)
+    return b"".join(chunks)
 
 
 def read_file(path: str | os.PathLike[str], roots: Sequence[Path] | None = None,
