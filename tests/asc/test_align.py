@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from asc.align import AlignOptions, align
+from asc.align import AlignOptions, _overlaps, align
 from asc.syntax import parse
 from tests.helpers import binding_pairs
 
@@ -448,6 +450,41 @@ def test_dense_fallback_zero_width_next_token(perm_kind):
     dense = align(tree, ps, pe, pspec, opts)
     assert [int(perm[t]) for t in dense.tokens_of(m)] == monotone.tokens_of(m).tolist()
     assert {(nd, int(perm[t])) for nd, t in pairs(dense)} == pairs(monotone)
+
+
+_SPANS = st.lists(st.tuples(st.integers(0, 60), st.integers(1, 40)), min_size=2, max_size=25)
+
+
+@settings(max_examples=150, deadline=None)
+@given(nodes=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 12)), max_size=25), tokens=_SPANS)
+def test_the_sweep_lists_each_overlapping_pair_once(nodes, tokens):
+    """The fallback's sweep against its definition, cell by cell: every (node, token) with ``ns < te`` and
+    ``ts < ne`` of a non-empty node, each once, whatever the order, nesting and overlaps of the spans."""
+    ns, ne = np.array([a for a, _ in nodes], np.int64), np.array([a + n for a, n in nodes], np.int64)
+    ts, te = np.array([a for a, _ in tokens], np.int64), np.array([a + n for a, n in tokens], np.int64)
+    node_of, pos = _overlaps(ns, ne, ts, te)
+    found = sorted(zip(node_of.tolist(), pos.tolist(), strict=True))
+    assert found == [(n, t) for n in range(len(ns)) for t in range(len(ts))
+                     if ne[n] > ns[n] and ns[n] < te[t] and ts[t] < ne[n]]
+
+
+@settings(max_examples=100, deadline=None)
+@given(source=st.sampled_from([COUNT, TWO_STMTS, MISSING, CRLF]), tokens=_SPANS,
+       special=st.lists(st.booleans(), min_size=25, max_size=25))
+def test_out_of_order_overlapping_spans_bind_as_defined(source, tokens, special):
+    """Spans no tokenizer in text order gives (overlapping, out of order, spanning several statements) take the
+    sweep and bind every node their core overlaps (``multi_leaf='first'``: the nodes holding its first visible
+    character), as the dense definition does."""
+    tree = parse(source)
+    start = np.array([min(a, len(source) - 1) for a, _ in tokens], np.int64)
+    end = np.array([min(a + n, len(source)) for a, n in tokens], np.int64)
+    spec = np.array(special[: len(start)])
+    expected = brute_force(tree, start, end, spec)
+    al = align(tree, start, end, spec)
+    check_structure(al, tree, len(start))  # each token once per node
+    assert pairs(al) == expected
+    first = {(n, t) for n, t in expected if tree.start[n] <= core(source, int(start[t]), int(end[t]))[0] < tree.end[n]}
+    assert pairs(align(tree, start, end, spec, AlignOptions(multi_leaf="first"))) == first
 
 
 # ---------------------------------------------------------------------------------------------- options
