@@ -32,7 +32,7 @@ import numpy as np
 
 from asc.concepts import aggregate_ranges
 from asc.errors import InputError
-from asc.syntax import SyntaxTree
+from asc.syntax import MAX_AST_DEPTH, SyntaxTree
 
 __all__ = ["AlignOptions", "Alignment", "align"]
 
@@ -59,12 +59,11 @@ class Alignment:
     when the token spans are monotone (every tokenizer we ship), so the alignment is O(tokens + nodes) however
     deep the tree: the ranges of nested nodes overlap instead of repeating a token once per ancestor (that
     repetition, tokens x depth entries, was what made a deeply nested input allocate gigabytes). Non-monotone
-    spans fall back to one range per node (``order`` then holds every binding, at most tokens x (depth + 1)).
+    spans fall back to one range per node (``order`` then holds every binding, at most tokens x (depth + 1)
+    for tokens that each lie in one leaf; :func:`align` refuses more).
 
-    ``indptr``/``indices``/``node_of_binding`` give the classic CSR form (node ``i`` owns
-    ``indices[indptr[i]:indptr[i+1]]``); they *build* every (node, token) pair, tokens x depth entries, so the
-    backend's own code uses the range helpers (:meth:`counts`, :meth:`segment_sum`, :meth:`aggregate`,
-    :meth:`covered_tokens`, :meth:`last_token`), which never do.
+    Nothing here lists every (node, token) pair: the range helpers (:meth:`tokens_of`, :meth:`counts`,
+    :meth:`segment_sum`, :meth:`aggregate`, :meth:`covered_tokens`, :meth:`last_token`) work on the ranges.
     """
 
     order: np.ndarray  # int64 (K,)
@@ -82,27 +81,6 @@ class Alignment:
     def counts(self) -> np.ndarray:
         """(N,) number of tokens bound to each node."""
         return self.hi - self.lo
-
-    @property
-    def n_bindings(self) -> int:
-        """Number of (node, token) pairs: the length of :attr:`indices`."""
-        return int(self.counts().sum())
-
-    @property
-    def indptr(self) -> np.ndarray:
-        """(N+1,) CSR row pointers of :attr:`indices`."""
-        return np.concatenate([[0], np.cumsum(self.counts())]).astype(np.int64)
-
-    @property
-    def indices(self) -> np.ndarray:
-        """(nnz,) every node's tokens one after the other (built on each call: nnz = :attr:`n_bindings`)."""
-        counts = self.counts()
-        first = np.cumsum(counts) - counts  # where each node's run starts in the output
-        return self.order[np.repeat(self.lo - first, counts) + np.arange(int(counts.sum()))]
-
-    def node_of_binding(self) -> np.ndarray:
-        """(nnz,) the node each entry of :attr:`indices` belongs to."""
-        return np.repeat(np.arange(self.n_nodes), self.counts())
 
     def segment_sum(self, weights: np.ndarray) -> np.ndarray:
         """(N,) per node, the sum of ``weights`` (one per token) over its tokens: prefix sums, O(tokens + nodes)."""
@@ -147,21 +125,36 @@ def _core_spans(source: str, start: np.ndarray, end: np.ndarray) -> tuple[np.nda
     return cs, ce, ws
 
 
-# cells of one block of the node x token overlap test on non-monotone spans (bounded memory whatever the input)
-_BLOCK_CELLS = 1 << 22
+def _runs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``lo[0]..hi[0]-1, lo[1]..hi[1]-1, ...`` in one array (every ``lo <= hi``)."""
+    counts = hi - lo
+    first = np.cumsum(counts) - counts  # where each run starts in the output
+    return np.repeat(lo - first, counts) + np.arange(int(counts.sum()), dtype=np.int64)
 
 
 def _overlaps(ns: np.ndarray, ne: np.ndarray, ts: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(node, token position) pairs whose spans overlap (zero-width nodes overlap nothing), tested in blocks of
-    nodes so no node x token array larger than :data:`_BLOCK_CELLS` cells is ever allocated."""
-    step = max(1, _BLOCK_CELLS // max(1, len(ts)))
-    nodes, pos = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for a in range(0, len(ns), step):
-        s, e = ns[a : a + step, None], ne[a : a + step, None]
-        n, p = np.nonzero((s < te[None, :]) & (ts[None, :] < e) & (e > s))
-        nodes.append(n + a)
-        pos.append(p)
-    return np.concatenate(nodes), np.concatenate(pos)
+    """(node, token position) pairs whose spans overlap (``ns < te and ts < ne``; zero-width nodes overlap
+    nothing; every token ``ts < te``), found by sorting instead of testing every node x token cell. A token
+    overlaps a non-empty node ``[a, b)`` either by starting inside it (``a <= ts < b``: for each node, one run
+    of the tokens sorted by start) or by starting before it and ending after its start (``ts < a < te``: for
+    each token, one run of the nodes sorted by start), never both: O((tokens + nodes) log + pairs) time. An
+    :class:`InputError` before any pair is listed when there are more than tokens x (depth limit + 1) + nodes
+    (what token spans that each lie in one leaf give at most): spans that cover much of the text each."""
+    full = np.flatnonzero(ne > ns)
+    a, b = ns[full], ne[full]
+    by_ts = np.argsort(ts, kind="stable")
+    lo1, hi1 = np.searchsorted(ts[by_ts], a, side="left"), np.searchsorted(ts[by_ts], b, side="left")
+    by_a = np.argsort(a, kind="stable")
+    lo2 = np.searchsorted(a[by_a], ts, side="right")
+    hi2 = np.maximum(np.searchsorted(a[by_a], te, side="left"), lo2)
+    n_pairs = int((hi1 - lo1).sum() + (hi2 - lo2).sum())
+    if n_pairs > len(ts) * (MAX_AST_DEPTH + 1) + len(ns):
+        raise InputError(f"the tokenizer's token spans overlap {n_pairs:,} (node, token) pairs of a {len(ns):,}-node "
+                         f"tree and {len(ts):,} tokens: its offsets are neither in order nor token-sized; use a "
+                         "tokenizer with offset mapping in text order (every Hugging Face fast tokenizer)")
+    nodes = np.concatenate([np.repeat(full, hi1 - lo1), full[by_a[_runs(lo2, hi2)]]])
+    pos = np.concatenate([by_ts[_runs(lo1, hi1)], np.repeat(np.arange(len(ts), dtype=np.int64), hi2 - lo2)])
+    return nodes.astype(np.int64), pos.astype(np.int64)
 
 
 def _next_token(pos: np.ndarray, te: np.ndarray) -> np.ndarray:
@@ -180,8 +173,8 @@ def align(tree: SyntaxTree, start: np.ndarray, end: np.ndarray, special: np.ndar
 
     Monotone spans (each token starts and ends no earlier than the previous one) take the range path: every
     node's tokens are one run of the token list, found by binary search, so time and memory are
-    O((tokens + nodes) log tokens) at any depth. Other spans take a blockwise overlap test (module constant
-    ``_BLOCK_CELLS`` bounds each block)."""
+    O((tokens + nodes) log tokens) at any depth. Other spans take a sort-based sweep (:func:`_overlaps`) that
+    lists every binding, the same ones."""
     options = options or AlignOptions()
     start = np.asarray(start, dtype=np.int64)
     end = np.asarray(end, dtype=np.int64)
@@ -217,7 +210,7 @@ def align(tree: SyntaxTree, start: np.ndarray, end: np.ndarray, special: np.ndar
         return Alignment(order=order.astype(np.int64), lo=lo.astype(np.int64), hi=hi.astype(np.int64),
                          options=options)
 
-    # general case (tokenizers with non-monotone offsets): blockwise overlap test, one range per node
+    # general case (tokenizers with non-monotone offsets): every overlapping pair by sorting, one range per node
     node_of, pos = _overlaps(ns, ne, ts, te)
     token_of = tok[pos] if len(tok) else pos.astype(np.int64)
     keep_pair = np.ones(len(token_of), dtype=bool)

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from asc.atomic import write_atomic
 from asc.concepts import AGGREGATES
+from asc.confined import read_user_file
 from asc.errors import AscError, InputError
-from asc.files import check_out_file, check_path_text, read_user_file, shown
+from asc.files import check_out_file, check_path_text, shown
 
 if TYPE_CHECKING:
     from asc.models import ModelBundle

@@ -159,12 +159,30 @@ def _kth_smallest(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, k: np.ndar
     return values[by_value][found]
 
 
+def _range_sums(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``values[lo[i]:hi[i]].sum()`` for every non-empty range, each summed on its own (``np.add.reduceat`` over
+    the ranges sorted by start, so the stretches between consecutive ranges, also summed and dropped, are disjoint:
+    O(total range length + values + ranges log ranges))."""
+    by_start = np.argsort(lo, kind="stable")
+    bounds = np.empty(2 * len(lo), dtype=np.int64)
+    bounds[0::2], bounds[1::2] = lo[by_start], hi[by_start]
+    sums = np.empty(len(lo))
+    sums[by_start] = np.add.reduceat(np.append(values, 0.0), bounds)[0::2]  # the 0.0: a bound may be len(values)
+    return sums
+
+
 def aggregate_ranges(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, how: str = "median") -> np.ndarray:
     """theta per range: range ``i`` holds ``values[lo[i]:hi[i]]`` (ranges may overlap or nest). NaN values are
     ignored; ranges with no value get NaN. Equal to :func:`aggregate_segments` over the ranges' elements, without
     repeating an element once per range that holds it: the median and max are order statistics of
-    :func:`_kth_smallest`, the mean is a difference of prefix sums, so a tree of any depth costs
-    O((values + ranges) log values)."""
+    :func:`_kth_smallest`, O((values + ranges) log values) however the ranges nest.
+
+    The mean is each range's own sum (:func:`_range_sums`), added left to right as :func:`aggregate_segments`
+    adds: any float64 value is taken, ``inf`` included (a range holding ``inf`` has mean ``inf``, one holding
+    both infinities NaN, every other range is unaffected) and a small range beside huge values keeps its
+    precision (a difference of prefix sums over the whole array lost both). It costs the ranges' total length:
+    at most values x (depth + 1) for the nested ranges of a syntax tree, which :data:`asc.syntax.MAX_AST_DEPTH`
+    bounds."""
     check_aggregate(how)
     values = np.asarray(values, dtype=np.float64)
     ok = ~np.isnan(values)
@@ -177,8 +195,7 @@ def aggregate_ranges(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, how: st
     if not has.any():
         return out
     if how == "mean":
-        prefix = np.concatenate([[0.0], np.cumsum(v)])
-        out[has] = (prefix[hi[has]] - prefix[lo[has]]) / counts[has]
+        out[has] = _range_sums(v, lo[has], hi[has]) / counts[has]
         return out
     lo, hi, counts = lo[has], hi[has], counts[has]
     if how == "max":

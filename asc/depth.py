@@ -23,10 +23,11 @@ import numpy as np
 from asc.align import AlignOptions
 from asc.concepts import CategoryMap, check_aggregate, load_categories
 from asc.errors import InputError
-from asc.explain import Explanation, check_source, explain_scored, node_values
+from asc.explain import Explanation, checked_tree, explain_scored, node_values
 from asc.lens import LayerScores, lens_scores
 from asc.models import ModelBundle
 from asc.scores import vocab_text
+from asc.syntax import SyntaxTree
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -159,13 +160,15 @@ def layer_values(explanation: Explanation, lens: LayerScores, categories: Catego
 def explain_layers(bundle: ModelBundle, source: str, language: str = "python", aggregate: str = "median",
                    options: AlignOptions | None = None, categories: CategoryMap | None = None,
                    max_window: int | None = None, exact: bool = False,
-                   on_layer: Callable[[int, int], None] | None = None) -> LayerExplanation:
+                   on_layer: Callable[[int, int], None] | None = None,
+                   tree: SyntaxTree | None = None) -> LayerExplanation:
     """AsC-Eval of ``source`` at every layer of ``bundle`` (one forward pass and one unembedding per layer;
-    ``exact``: float32 unembeddings for every layer, see :mod:`asc.lens`)."""
-    check_source(source, language)
+    ``exact``: float32 unembeddings for every layer, see :mod:`asc.lens`); ``tree``: the snippet's syntax tree
+    from :func:`asc.explain.checked_tree`, not parsed again."""
+    tree = checked_tree(source, language) if tree is None else tree
     check_aggregate(aggregate)
     cmap = categories or load_categories(language)
     lens = lens_scores(bundle, source, max_window=max_window, exact=exact, on_layer=on_layer)
-    explanation = explain_scored(bundle.summary(), lens.output, language, aggregate, options, cmap)
+    explanation = explain_scored(bundle.summary(), lens.output, language, aggregate, options, cmap, tree)
     values, by_cat = layer_values(explanation, lens, cmap)
     return LayerExplanation(explanation, lens, values, by_cat)

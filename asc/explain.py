@@ -26,7 +26,8 @@ from asc.syntax import SyntaxTree, encode_source, parse
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["MAX_SOURCE_CHARS", "Explanation", "SnippetComparison", "check_source", "compare_snippet", "explain",
+__all__ = ["MAX_SOURCE_CHARS", "Explanation", "SnippetComparison", "check_source", "checked_tree", "compare_snippet",
+           "explain",
            "explain_many", "explain_scored", "node_values"]
 
 # Longest snippet explained in one go: memory grows with the text (a 2 MB file took 4 GB), and a
@@ -155,7 +156,7 @@ def check_source(source: str, language: str | None = None) -> str:
     """The snippet itself, or an :class:`InputError` (not text, invalid Unicode, empty, over
     :data:`MAX_SOURCE_CHARS` characters; given ``language``, a syntax tree deeper than
     :data:`asc.syntax.MAX_AST_DEPTH`: :class:`~asc.errors.TooDeepError`). Cheap (a parse, milliseconds): callers
-    run it before loading a model."""
+    run it before loading a model; :func:`checked_tree` keeps the tree for the explanation."""
     if isinstance(source, str) and len(source) > MAX_SOURCE_CHARS:
         raise InputError(f"the snippet has {len(source):,} characters; at most {MAX_SOURCE_CHARS:,} are explained at "
                          "once: explain one function or a part of the file")
@@ -165,6 +166,22 @@ def check_source(source: str, language: str | None = None) -> str:
     if language is not None:
         parse(source, language)
     return source
+
+
+def checked_tree(source: str, language: str = "python") -> SyntaxTree:
+    """:func:`check_source` that keeps what it parsed: the snippet's syntax tree (``tree.source`` is the snippet),
+    to give :func:`explain` and :func:`asc.depth.explain_layers` (``tree=``) so they do not parse it again."""
+    return parse(check_source(source), language)
+
+
+def _tree_of(source: str, language: str, tree: SyntaxTree | None) -> SyntaxTree:
+    """``tree`` when it is ``source``'s in ``language`` (checked already), else ``source`` checked and parsed."""
+    if tree is None:
+        return checked_tree(source, language)
+    if tree.source != source or tree.language != language:
+        raise InputError("the syntax tree given is not the snippet's: give the tree checked_tree(source, language) "
+                         "returned, or none")
+    return tree
 
 
 def explain_scored(bundle_info: dict, scores: TokenScores, language: str = "python", aggregate: str = "median",
@@ -202,10 +219,13 @@ def node_values(prob: np.ndarray, tree: SyntaxTree, alignment: Alignment, catego
 
 def explain_many(bundle: ModelBundle, sources: Sequence[str], language: str = "python", aggregate: str = "median",
                  options: AlignOptions | None = None, categories: CategoryMap | None = None,
-                 max_window: int | None = None) -> list[Explanation]:
-    """AsC-Eval for several snippets, scored in batched forward passes. Each text is parsed first, so a refused
-    one (:func:`check_source`, a tree deeper than :data:`asc.syntax.MAX_AST_DEPTH`) never reaches the model."""
-    trees = [parse(check_source(src), language) for src in sources]
+                 max_window: int | None = None, trees: Sequence[SyntaxTree] | None = None) -> list[Explanation]:
+    """AsC-Eval for several snippets, scored in batched forward passes. Each text is parsed first (or its
+    ``trees`` from :func:`checked_tree` taken), so a refused one (:func:`check_source`, a tree deeper than
+    :data:`asc.syntax.MAX_AST_DEPTH`) never reaches the model."""
+    if trees is not None and len(trees) != len(sources):
+        raise InputError(f"{len(trees)} syntax trees for {len(sources)} snippets: give one per snippet, or none")
+    trees = [_tree_of(src, language, None if trees is None else trees[k]) for k, src in enumerate(sources)]
     info = bundle.summary()
     scored = score_texts(bundle, sources, max_window=max_window)
     return [explain_scored(info, s, language, aggregate, options, categories, tree)
@@ -214,9 +234,11 @@ def explain_many(bundle: ModelBundle, sources: Sequence[str], language: str = "p
 
 def explain(bundle: ModelBundle, source: str, language: str = "python", aggregate: str = "median",
             options: AlignOptions | None = None, categories: CategoryMap | None = None,
-            max_window: int | None = None) -> Explanation:
-    """AsC-Eval for one snippet: one forward pass (or overlapping windows for long inputs)."""
-    return explain_many(bundle, [source], language, aggregate, options, categories, max_window)[0]
+            max_window: int | None = None, tree: SyntaxTree | None = None) -> Explanation:
+    """AsC-Eval for one snippet: one forward pass (or overlapping windows for long inputs); ``tree``: the snippet's
+    syntax tree from :func:`checked_tree`, not parsed again."""
+    return explain_many(bundle, [source], language, aggregate, options, categories, max_window,
+                        None if tree is None else [tree])[0]
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,9 @@ instead, where the operating system would answer with a bare ``OSError`` (or han
 
 * :func:`check_path_text`: a NUL character, a name part over :data:`MAX_NAME_BYTES` bytes or a path over
   :data:`MAX_PATH_BYTES` bytes (``ENAMETOOLONG``), refused from the text alone;
-* :func:`read_user_file`: the bytes of a regular file of at most ``max_bytes``. It opens without blocking
-  (``O_NONBLOCK``: a named pipe never hangs the reader), then asks the opened file what it is (``fstat``): a
-  folder, a named pipe, a device (``/dev/null``, ``/dev/zero``) or a socket is named as such, and the size is
-  checked before a byte is read (and again while reading, for a file that grows meanwhile);
+* :func:`kind_of` names what a file is (a folder, a named pipe, a device) for the messages of
+  :mod:`asc.confined`, which reads them (opening a user's file without opening a FIFO or a device, within a size
+  bound: :func:`asc.confined.read_fd`, the one bounded reader);
 * :func:`existing_path`: a path that must exist (a run folder), with a symlink loop or a missing path named;
 * :func:`check_out_file`: where a table will be written: its folder exists and is writable, it is no folder;
 * :func:`os_error_message`: one line for an ``OSError`` met anyway (a job's log, the CLI), without traceback.
@@ -24,12 +23,11 @@ from pathlib import Path
 from asc.errors import InputError
 
 __all__ = ["MAX_NAME_BYTES", "MAX_PATH_BYTES", "check_out_file", "check_path_text", "existing_path", "kind_of",
-           "os_error_message", "read_bounded", "read_user_file", "shown"]
+           "os_error_message", "shown"]
 
 MAX_NAME_BYTES = 255  # one part of a path (NAME_MAX of Linux and macOS file systems)
 MAX_PATH_BYTES = 4095  # the whole path (PATH_MAX 4096 with its terminating NUL on Linux)
 _SHOWN = 160  # characters of a path shown in messages (a 4,095-byte path is cut in the middle)
-_CHUNK = 1 << 20
 
 
 def shown(path: str | os.PathLike[str]) -> str:
@@ -76,51 +74,6 @@ def os_error_message(err: OSError, path: str | os.PathLike[str] | None = None) -
     }
     fix = fixes.get(err.errno or 0)
     return f"{where} {fix}" if fix else f"{where}: {(err.strerror or str(err)).rstrip('.').lower()}"
-
-
-def _opened(path: str | os.PathLike[str], what: str) -> int:
-    check_path_text(path, what)
-    try:
-        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise InputError(f"{what} not found: {shown(path)}") from None
-    except OSError as err:
-        raise InputError(os_error_message(err, path)) from None
-
-
-def read_bounded(fd: int, max_bytes: int) -> bytes | None:
-    """The bytes of the file opened as ``fd``, or None when it has more than ``max_bytes`` (its size is checked
-    before a byte is read, and again while reading, for a file that grows meanwhile)."""
-    if os.fstat(fd).st_size > max_bytes:
-        return None
-    chunks, total = [], 0
-    while chunk := os.read(fd, min(_CHUNK, max_bytes + 1 - total)):
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > max_bytes:
-            return None
-    return b"".join(chunks)
-
-
-def read_user_file(path: str | os.PathLike[str], max_bytes: int, what: str = "file", fix: str = "",
-                   size_fix: str = "") -> bytes:
-    """The bytes of the regular file ``path`` (at most ``max_bytes``), or an InputError saying what it is instead
-    (a folder, a named pipe, a device; ``fix`` ends that message) or that it is too large (``size_fix``)."""
-    fd = _opened(path, what)
-    try:
-        mode = os.fstat(fd)
-        if not stat.S_ISREG(mode.st_mode):
-            raise InputError(f"{shown(path)} is {kind_of(mode.st_mode)}, not a {what}: {fix or f'give a {what}'}")
-        too_big = InputError(f"{shown(path)} has more than {max_bytes:,} bytes, the most a {what} may have here: "
-                             f"{size_fix or f'give a smaller {what}'}")
-        data = read_bounded(fd, max_bytes)
-        if data is None:
-            raise too_big
-        return data
-    except OSError as err:
-        raise InputError(os_error_message(err, path)) from None
-    finally:
-        os.close(fd)
 
 
 def existing_path(path: str | os.PathLike[str], what: str = "path") -> Path:

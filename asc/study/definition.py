@@ -55,6 +55,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from asc.confined import read_user_file
 from asc.errors import InputError
 from asc.paths import DEFAULT_STUDY
 
@@ -63,6 +64,7 @@ __all__ = ["STUDY_VIEWS", "LIKERT_LABELS", "DEFAULT_STUDY", "Group", "Question",
 
 STUDY_VIEWS = ("none", "sequence", "partial", "complete")
 LIKERT_LABELS = ("Strongly disagree", "Disagree", "Neutral", "Agree", "Strongly agree")  # values 1..5
+MAX_STUDY_BYTES = 16 * 2**20  # one study file (its samples are code snippets)
 _ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -282,11 +284,11 @@ def load_study(path: str | Path = DEFAULT_STUDY) -> StudyDefinition:
     """Read and validate a study file (``.yaml``/``.yml`` or ``.json``); errors name the file and field."""
     path = Path(path)
     name = path.name
+    data = read_user_file(path, MAX_STUDY_BYTES, "study file", fix="give a .yaml or .json study file",
+                          missing=f"{path}: study file not found")  # a FIFO or a device: said, never opened
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: study file not found") from None
-    except (OSError, UnicodeDecodeError) as err:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
         raise InputError(f"{name}: cannot read the study file ({err})") from None
     if path.suffix.lower() == ".json":
         try:

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from asc.confined import read_user_file
 from asc.errors import CorpusError
 from probes.blanca.items import PairItem, RankItem, split_of
 from probes.blanca.rst import DocEntry, Section, doc_entries, plain_text, read_sections, role_targets
@@ -46,6 +47,7 @@ __all__ = ["DOCS_ROOT", "ENTRY_FOLDERS", "LINK_FOLDERS", "FaqQuestion", "doc_sec
 DOCS_ROOT = Path("/usr/share/doc/python3.11/html/_sources")
 LINK_FOLDERS = ("faq", "library", "howto", "tutorial", "reference")
 ENTRY_FOLDERS = ("library", "reference")
+_MAX_PAGE_BYTES = 8 * 2**20  # one reST page (the largest of Python 3.11: 0.3 MB)
 _CLASS_LIKE = {"class", "exception"}
 _ENTRY_ROLES = ("class", "exc", "func", "meth")
 
@@ -72,8 +74,16 @@ def docs_root(root: str | Path | None = None) -> Path:
 
 
 def _pages(root: Path, folder: str) -> list[tuple[str, str]]:
-    return [(f"{folder}/{p.name.removesuffix('.rst.txt')}", p.read_text(encoding="utf-8"))
-            for p in sorted((root / folder).glob("*.rst.txt"))]
+    """The reST pages of ``root/folder`` (regular files of at most 8 MB: a FIFO or a device there is refused)."""
+    out = []
+    for p in sorted((root / folder).glob("*.rst.txt")):
+        data = read_user_file(p, _MAX_PAGE_BYTES, "documentation page", fix="give the documentation's _sources folder")
+        try:
+            out.append((f"{folder}/{p.name.removesuffix('.rst.txt')}", data.decode("utf-8")))
+        except UnicodeDecodeError as err:
+            raise CorpusError(f"{p} is not valid UTF-8 ({err.reason}): give the documentation's _sources folder"
+                              ) from None
+    return out
 
 
 def questions_of_page(text: str, page: str) -> list[FaqQuestion]:

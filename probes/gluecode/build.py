@@ -59,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from asc.confined import corpus_roots
 from asc.corpus.sources import Snippet, load_corpus
 from asc.errors import CorpusError, InputError
 from probes.gluecode.callgraph import CorpusFiles, called_names, corpus_root, module_name, parse_module
@@ -131,9 +132,10 @@ def build_items(task: str, corpus_spec: str, size: int = 1000, seed: int = 0, co
 
 def corpus_files(corpus_spec: str, roots: Sequence[Path] | None = None) -> CorpusFiles | None:
     """The reader of a corpus's origin files (None for ``humaneval`` and ``.jsonl``), to share between tasks;
-    ``roots`` confines what it reads, as it confined the corpus."""
+    ``roots`` confines what it reads, as it confined the corpus (a built-in corpus to its own folder:
+    :func:`asc.confined.corpus_roots`)."""
     root = corpus_root(corpus_spec)
-    return CorpusFiles(root, roots) if root is not None else None
+    return CorpusFiles(root, corpus_roots(corpus_spec, roots)) if root is not None else None
 
 
 def build_task_sets(tasks: Sequence[str], corpus_spec: str, size: int = 1000, seed: int = 0, contexts: bool = True,

@@ -20,17 +20,16 @@ from __future__ import annotations
 import ast
 import bisect
 import copy
-import importlib.util
 import logging
 import os
 import re
-import sysconfig
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from asc.confined import Refused, read_file
+from asc.confined import Refused, builtin_folder, read_file, resolve_roots
 from asc.corpus.sources import MAX_SOURCE_BYTES
+from asc.errors import CorpusError
 
 __all__ = ["MAX_EDGES", "MAX_PER_NAME", "CorpusFiles", "Definition", "ModuleInfo", "PackageIndex", "called_names",
            "ast_noncode_spans", "callgraph_text", "merge_spans", "corpus_root", "module_name", "parse_module"]
@@ -97,13 +96,12 @@ def corpus_root(spec: str) -> Path | None:
     None for corpora without files (``humaneval``, ``.jsonl``)."""
     if spec == "humaneval" or spec.endswith(".jsonl"):
         return None
-    if spec == "stdlib":
-        return Path(sysconfig.get_paths()["stdlib"])
-    if spec == "algorithms":
-        found = importlib.util.find_spec("algorithms")
-        if found is None or not found.submodule_search_locations:
+    if spec in ("stdlib", "algorithms"):
+        try:
+            folder = builtin_folder(spec)
+        except CorpusError:  # algorithms is not installed
             return None
-        return Path(list(found.submodule_search_locations)[0]).parent
+        return folder if spec == "stdlib" or folder is None else folder.parent  # origins: algorithms/...
     path = Path(os.path.expanduser(spec))
     if path.is_dir():
         return path
@@ -239,12 +237,13 @@ def parse_module(text: str, path: str, module: str, own_top: str | None) -> Modu
 
 class CorpusFiles:
     """Reads, parses and indexes the files of a corpus below ``root`` (None: a corpus without files), once; with
-    ``roots`` (a shared server's data folders), a file is read only if what was opened lies inside one of them
-    (:mod:`asc.confined`: checked on the opened descriptor, so a link swapped in meanwhile is refused)."""
+    ``roots`` (:func:`asc.confined.corpus_roots`: a shared server's data folders, or a built-in corpus's own
+    folder), a file is read only if what was opened lies inside one of them (:mod:`asc.confined`: checked on the
+    opened descriptor, so a link swapped in meanwhile is refused)."""
 
     def __init__(self, root: Path | None, roots: Sequence[Path] | None = None):
         self.root = root
-        self.roots = None if roots is None else [Path(r).expanduser().resolve() for r in roots]
+        self.roots = resolve_roots(roots)
         self.prefix = f"{root.name}." if root is not None and (root / "__init__.py").is_file() else ""
         self._modules: dict[str, ModuleInfo | None] = {}
         self._texts: dict[str, str | None] = {}

@@ -50,7 +50,6 @@ import re
 import stat
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 import warnings
@@ -59,10 +58,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from asc.atomic import write_atomic
-from asc.confined import open_path, read_fd, walk_files
+from asc.confined import builtin_folder, corpus_roots, open_path, read_fd, walk_files
 from asc.corpus.sources import MAX_FILES, MAX_SOURCE_BYTES, check_corpus_spec
 from asc.errors import AscError, CorpusError
-from asc.paths import cache_dir
+from asc.paths import cache_dir, untrusted_environment
 
 __all__ = ["CHECKER", "MYPY_FLAGS", "CheckResult", "CheckerError", "Diagnostic", "NoneWarning", "check_corpus",
            "corpus_texts", "mypy_version", "none_warning", "parse_mypy_json", "union_has_none"]
@@ -122,6 +121,7 @@ class CheckResult:
     seconds: float  # mypy's wall time when it ran (the cached value on a cache hit)
     cached: bool = False
     flags: tuple[str, ...] = field(default=MYPY_FLAGS)
+    texts: dict[str, bytes] = field(default_factory=dict, repr=False)  # path -> the bytes read once and checked
 
 
 def union_has_none(type_text: str) -> bool:
@@ -210,18 +210,13 @@ def corpus_texts(spec: str, roots: Sequence[Path] | None = None) -> tuple[Path, 
     hold no files a type checker can read: a :class:`CorpusError`. Each file is read once, confined to ``roots``
     on the opened descriptor (:mod:`asc.confined`): the bytes hashed are the bytes mypy checks."""
     check_corpus_spec(spec, roots)
-    builtin = spec in ("stdlib", "algorithms")
-    allowed = None if roots is None or builtin else [Path(r).expanduser().resolve() for r in roots]
-    if spec == "stdlib":
-        root = base = Path(sysconfig.get_paths()["stdlib"])
-    elif spec == "algorithms":
-        found = importlib.util.find_spec("algorithms")
-        if found is None or not found.submodule_search_locations:
-            raise CorpusError("the algorithms corpus needs the algorithms==1.0.1 package; run `make app`")
-        root = Path(list(found.submodule_search_locations)[0])
-        base = root.parent
-    else:
+    allowed = corpus_roots(spec, roots)
+    folder = builtin_folder(spec)  # stdlib, algorithms
+    builtin = folder is not None
+    if folder is None:
         root = base = Path(spec).expanduser()
+    else:
+        root, base = folder, folder if spec == "stdlib" else folder.parent
     wrong = CorpusError(f"corpus {spec!r}: NullToken needs Python files to type-check; give stdlib, algorithms, "
                         "a folder of .py files or a .py file (not humaneval or a .jsonl)")
     try:
@@ -276,7 +271,8 @@ def _run_mypy(src: Path, targets: list[str]) -> tuple[str, float]:
     cmd = [sys.executable, "-m", "mypy", *MYPY_FLAGS, *targets]
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, cwd=src, capture_output=True, text=True, timeout=TIMEOUT_S)
+        proc = subprocess.run(cmd, cwd=src, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              env=untrusted_environment())
     except subprocess.TimeoutExpired:
         raise CheckerError(f"mypy ran longer than {TIMEOUT_S} s: give a smaller corpus (a folder)") from None
     seconds = time.perf_counter() - start
@@ -302,7 +298,7 @@ def check_corpus(spec: str, workdir: str | Path | None = None, roots: Sequence[P
             if rec.get("key") == key:
                 return CheckResult(base, list(rec["files"]), dict(rec["skipped"]),
                                    [Diagnostic(**d) for d in rec["diagnostics"]], str(rec["package"]), version,
-                                   float(rec["seconds"]), cached=True)
+                                   float(rec["seconds"]), cached=True, texts=texts)
         except (OSError, ValueError, TypeError, KeyError):
             pass  # a damaged cache file is rebuilt
     folders = {rel.rsplit("/", 1)[0] for rel in rels if "/" in rel}
@@ -335,5 +331,5 @@ def check_corpus(spec: str, workdir: str | Path | None = None, roots: Sequence[P
               "package": package, "files": files, "skipped": skipped, "seconds": seconds,
               "diagnostics": [asdict(d) for d in diagnostics]}
     write_atomic(cache, lambda p: p.write_text(json.dumps(record), encoding="utf-8"))
-    return CheckResult(base, files, skipped, diagnostics, package, version, seconds)
+    return CheckResult(base, files, skipped, diagnostics, package, version, seconds, texts=texts)
 

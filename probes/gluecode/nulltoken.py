@@ -49,7 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from asc.corpus.sources import Snippet, load_corpus
+from asc.confined import corpus_roots
+from asc.corpus.sources import Snippet, check_line_range, load_corpus
 from asc.errors import CorpusError, InputError
 from probes.gluecode.callgraph import CorpusFiles, module_name
 from probes.gluecode.context import build_contexts
@@ -267,8 +268,11 @@ def classify_functions(result: CheckResult, snippets: Sequence[Snippet]
     for origin, snips in by_file.items():
         fns = [CheckedFunction(s, {}, {}) for s in snips]
         file_diags = diags.get(origin, [])
-        if any(none_warning(d) for d in file_diags):
-            texts[origin] = (result.base / origin).read_text(encoding="utf-8")
+        if any(none_warning(d) for d in file_diags) and origin in result.texts:
+            try:  # the bytes mypy checked, read once by check_corpus (never the path again)
+                texts[origin] = result.texts[origin].decode("utf-8")
+            except UnicodeDecodeError:
+                pass  # a file with another coding cookie: its warnings keep mypy's own columns
         index = FileIndex(texts[origin]) if origin in texts else None
         for d in file_diags:
             fn = next((f for f in fns if f.snippet.line <= d.line < f.snippet.line + f.snippet.n_lines), None)
@@ -386,9 +390,11 @@ def null_items(corpus_spec: str, size: int = 1000, seed: int = 0, workdir: str |
     mypy's output is cached under ``workdir`` (default: the app's cache folder). ``contexts``: build the file and
     call-graph texts (:func:`probes.gluecode.context.build_contexts`)."""
     start = time.perf_counter()
+    check_line_range(min_lines, max_lines)  # before mypy runs
     result = check_corpus(corpus_spec, workdir, roots)
     snippets = load_corpus(corpus_spec, min_lines=min_lines, max_lines=max_lines, roots=roots)
-    items, counts = null_items_from_check(result, snippets, CorpusFiles(result.base, roots), size, seed, contexts)
+    items, counts = null_items_from_check(result, snippets, CorpusFiles(result.base, corpus_roots(corpus_spec, roots)),
+                                            size, seed, contexts)
     provenance = {"task": "NULL", "corpus": corpus_spec, "size": size, "seed": seed, "contexts": contexts,
                   "n_items": len(items), "per_split": {s: sum(it.split == s for it in items) for s in SPLITS},
                   "checker": CHECKER, "checker_version": result.mypy, "flags": list(result.flags),

@@ -108,6 +108,7 @@ def _npath_rows(snips: Sequence[Snippet], corpus: str, size: int, seed: int, met
 
 def _null_rows(snips: Sequence[Snippet], corpus: str, size: int, rng: np.random.Generator,
                roots: Sequence[Path] | None, workdir: str | Path | None, meta: dict[str, Any]) -> list[_Row]:
+    from asc.confined import corpus_roots
     from probes.gluecode.callgraph import CorpusFiles
     from probes.gluecode.nullcheck import CHECKER, check_corpus
     from probes.gluecode.nulltoken import classify_functions
@@ -130,7 +131,7 @@ def _null_rows(snips: Sequence[Snippet], corpus: str, size: int, rng: np.random.
         log.warning(meta["warnings"][0])
     chosen = {c: [pool[j] for j in rng.permutation(len(pool))[:k]] for c, pool in enumerate((negatives, positives))}
     meta["chars_median"] = {NULL_LABELS[c]: float(np.median([len(s.source) for s in v])) for c, v in chosen.items()}
-    files = CorpusFiles(result.base, roots)
+    files = CorpusFiles(result.base, corpus_roots(corpus, roots))
     rows: list[_Row] = []
     for c, snippets in chosen.items():
         for snip in snippets:

@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from asc.atomic import write_atomic
+from asc.confined import read_user_file
 from asc.errors import InputError
 
 __all__ = ["MAX_TASK_FILE_BYTES", "TASK_SPLITS", "TSV_HEADER", "Task", "load_tsv", "parse_tsv", "store_upload", "task_name"]
@@ -165,12 +166,7 @@ def load_tsv(path: str | Path, name: str | None = None) -> Task:
 
     The task is named ``name``, or after the file (:func:`task_name`)."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: task file not found") from None
-    except OSError as err:  # a folder, no permission
-        raise InputError(f"{path}: cannot read the task file ({err.strerror or err}); give a "
-                         "split<TAB>label<TAB>text file") from None
+    data = read_user_file(path, MAX_TASK_FILE_BYTES, "task file", fix="give a split<TAB>label<TAB>text file",
+                          missing=f"{path}: task file not found")  # a folder, a FIFO, a device: said, never read
     task = parse_tsv(data, path.name, source=str(path))
     return replace(task, name=name) if name else task

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from asc.align import AlignOptions, align
+from asc.align import AlignOptions, _overlaps, align
 from asc.syntax import parse
+from tests.helpers import binding_pairs
 
 COUNT = "def countChars(string, character):\n    return 1\n"
 COUNT_PIECES = ["def", " countChars", "(", "string", ",", " character", "):", "\n   ", " return", " 1", "\n"]
@@ -57,11 +60,12 @@ def node(tree, type_, text=None):
 
 def bound_nodes(al, token):
     """Set of nodes that own ``token``."""
-    return {int(n) for n, t in zip(al.node_of_binding(), al.indices, strict=True) if t == token}
+    return {int(n) for n, t in zip(*binding_pairs(al), strict=True) if t == token}
 
 
 def pairs(al):
-    return set(zip(al.node_of_binding().tolist(), al.indices.tolist(), strict=True))
+    nodes, tokens = binding_pairs(al)
+    return set(zip(nodes.tolist(), tokens.tolist(), strict=True))
 
 
 def core(source, s, e):
@@ -93,10 +97,9 @@ def brute_force(tree, start, end, special=None):
 
 def check_structure(al, tree, n_tokens):
     assert al.n_nodes == tree.n_nodes
-    assert al.indptr.shape == (tree.n_nodes + 1,)
-    assert al.indptr[0] == 0 and al.indptr[-1] == len(al.indices)
-    assert np.all(np.diff(al.indptr) >= 0)
-    assert np.array_equal(al.counts(), np.diff(al.indptr))
+    assert al.lo.shape == al.hi.shape == (tree.n_nodes,)
+    assert np.all((0 <= al.lo) & (al.lo <= al.hi) & (al.hi <= len(al.order)))
+    assert np.array_equal(al.counts(), al.hi - al.lo)
     for n in range(tree.n_nodes):
         toks = al.tokens_of(n)
         assert np.all(np.diff(toks) > 0), "tokens of a node are sorted and unique"
@@ -315,7 +318,7 @@ def test_bos_is_never_bound(tiny_bos):
         assert special[0] and start[0] == 0 and end[0] == 0
         for opts in ALL_OPTIONS:
             al = align(tree, start, end, special, opts)
-            assert 0 not in set(al.indices.tolist())
+            assert 0 not in set(binding_pairs(al)[1].tolist())
         # the other tokens bind as they do without the BOS (shifted by one)
         plain = align(tree, start[1:], end[1:], special[1:])
         with_bos = align(tree, start, end, special)
@@ -328,7 +331,7 @@ def test_special_token_with_a_span_is_never_bound():
     special = np.zeros(len(start), dtype=bool)
     special[3] = True  # pretend "string" is a special token
     al = align(tree, start, end, special)
-    assert 3 not in set(al.indices.tolist())
+    assert 3 not in set(binding_pairs(al)[1].tolist())
     assert al.counts()[node(tree, "identifier", "string")] == 0
 
 
@@ -380,7 +383,7 @@ def test_empty_source_zero_tokens():
         al = align(tree, empty, empty, np.zeros(0, dtype=bool), opts)
         assert al.n_nodes == 1
         assert al.counts().tolist() == [0]
-        assert len(al.indices) == 0
+        assert len(binding_pairs(al)[1]) == 0
         assert al.tokens_of(0).tolist() == []
 
 
@@ -447,6 +450,41 @@ def test_dense_fallback_zero_width_next_token(perm_kind):
     dense = align(tree, ps, pe, pspec, opts)
     assert [int(perm[t]) for t in dense.tokens_of(m)] == monotone.tokens_of(m).tolist()
     assert {(nd, int(perm[t])) for nd, t in pairs(dense)} == pairs(monotone)
+
+
+_SPANS = st.lists(st.tuples(st.integers(0, 60), st.integers(1, 40)), min_size=2, max_size=25)
+
+
+@settings(max_examples=150, deadline=None)
+@given(nodes=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 12)), max_size=25), tokens=_SPANS)
+def test_the_sweep_lists_each_overlapping_pair_once(nodes, tokens):
+    """The fallback's sweep against its definition, cell by cell: every (node, token) with ``ns < te`` and
+    ``ts < ne`` of a non-empty node, each once, whatever the order, nesting and overlaps of the spans."""
+    ns, ne = np.array([a for a, _ in nodes], np.int64), np.array([a + n for a, n in nodes], np.int64)
+    ts, te = np.array([a for a, _ in tokens], np.int64), np.array([a + n for a, n in tokens], np.int64)
+    node_of, pos = _overlaps(ns, ne, ts, te)
+    found = sorted(zip(node_of.tolist(), pos.tolist(), strict=True))
+    assert found == [(n, t) for n in range(len(ns)) for t in range(len(ts))
+                     if ne[n] > ns[n] and ns[n] < te[t] and ts[t] < ne[n]]
+
+
+@settings(max_examples=100, deadline=None)
+@given(source=st.sampled_from([COUNT, TWO_STMTS, MISSING, CRLF]), tokens=_SPANS,
+       special=st.lists(st.booleans(), min_size=25, max_size=25))
+def test_out_of_order_overlapping_spans_bind_as_defined(source, tokens, special):
+    """Spans no tokenizer in text order gives (overlapping, out of order, spanning several statements) take the
+    sweep and bind every node their core overlaps (``multi_leaf='first'``: the nodes holding its first visible
+    character), as the dense definition does."""
+    tree = parse(source)
+    start = np.array([min(a, len(source) - 1) for a, _ in tokens], np.int64)
+    end = np.array([min(a + n, len(source)) for a, n in tokens], np.int64)
+    spec = np.array(special[: len(start)])
+    expected = brute_force(tree, start, end, spec)
+    al = align(tree, start, end, spec)
+    check_structure(al, tree, len(start))  # each token once per node
+    assert pairs(al) == expected
+    first = {(n, t) for n, t in expected if tree.start[n] <= core(source, int(start[t]), int(end[t]))[0] < tree.end[n]}
+    assert pairs(align(tree, start, end, spec, AlignOptions(multi_leaf="first"))) == first
 
 
 # ---------------------------------------------------------------------------------------------- options

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from asc.concepts import AGGREGATES, aggregate_ranges, aggregate_segments, bootstrap_median, load_categories
@@ -64,10 +64,43 @@ def test_aggregate_ranges_equals_aggregate_segments_over_the_elements(values, bo
     picked = np.concatenate(members + [np.zeros(0, np.int64)]).astype(np.int64)
     expected = aggregate_segments(values[picked], segment.astype(np.int64), len(lo), how)
     got = aggregate_ranges(values, lo, hi, how)
-    if how == "mean":  # prefix sums: the same up to rounding
+    if how == "mean":  # each range summed left to right, as aggregate_segments sums: the same up to rounding
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
     else:  # order statistics: the very same elements
         np.testing.assert_array_equal(got, expected)
+
+
+EXTREMES = [math.inf, 1e308, 1e17, 1.0, 1e-300, 0.0, math.nan]
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.one_of(st.floats(0, 1e300), st.sampled_from(EXTREMES)), max_size=40),
+       bounds=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=12),
+       sign=st.sampled_from([1.0, -1.0]))
+@example(values=[1e17, 1.0, 1.0], bounds=[(0, 3), (1, 3)], sign=1.0)  # a small range beside a huge value: 1, not 0
+@example(values=[math.inf, 0.5, 0.25], bounds=[(0, 1), (1, 3)], sign=-1.0)  # -inf in one range, not in the next
+def test_the_mean_of_ranges_takes_any_float_as_aggregate_segments_does(values, bounds, sign):
+    """A prefix sum over the whole array made an ``inf`` anywhere turn every later range's mean into NaN, and lost
+    a small range's sum beside a huge one; each range is now summed on its own. The values have one sign, as
+    probabilities, surprisals (up to ``inf``) and log-probabilities (down to ``-inf``) do: with both signs, a
+    cancellation such as ``1 + 1e308 - 1e308`` depends on the order of the additions, in any implementation."""
+    values = sign * np.array(values, dtype=np.float64)
+    lo = np.array([min(a, b, len(values)) for a, b in bounds], dtype=np.int64)
+    hi = np.array([min(max(a, b), len(values)) for a, b in bounds], dtype=np.int64)
+    members = [np.arange(a, b) for a, b in zip(lo, hi)]
+    segment = np.concatenate([np.full(len(m), k) for k, m in enumerate(members)] + [np.zeros(0, np.int64)])
+    picked = np.concatenate(members + [np.zeros(0, np.int64)]).astype(np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected = aggregate_segments(values[picked], segment.astype(np.int64), len(lo), "mean")
+        got = aggregate_ranges(values, lo, hi, "mean")
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=0)
+
+
+def test_a_range_holding_both_infinities_has_no_mean_and_its_neighbours_keep_theirs():
+    with np.errstate(invalid="ignore"):
+        got = aggregate_ranges(np.array([math.inf, -math.inf, 0.5, 0.25]), np.array([0, 2, 0]), np.array([2, 4, 1]),
+                               "mean")
+    assert math.isnan(got[0]) and got[1] == 0.375 and got[2] == math.inf
 
 
 def test_median_of_even_count_is_midpoint():

@@ -66,6 +66,17 @@ def test_only_regular_files_of_a_bounded_size_are_read(tmp_path):
         read_file(tmp_path)
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="no /proc here")
+def test_the_bound_holds_while_reading_not_only_before():
+    """A file holding more than its size said (one growing since ``fstat``; a /proc file reports 0 bytes) is
+    refused once the bytes read pass the bound, and read whole within it."""
+    whole = Path("/proc/self/status").read_bytes()
+    assert os.stat("/proc/self/status").st_size < 10 < len(whole)
+    with pytest.raises(Refused, match="over the 10 bytes"):
+        read_file("/proc/self/status", max_bytes=10)
+    assert read_file("/proc/self/status", max_bytes=2**20).startswith(b"Name:")
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_fifo_named_like_source_never_blocks_a_load(tmp_path):
     folder = tmp_path / "c"
@@ -73,7 +84,7 @@ def test_a_fifo_named_like_source_never_blocks_a_load(tmp_path):
     (folder / "ok.py").write_text("def f(x):\n    return x\n")
     os.mkfifo(folder / "pipe.py")  # the old reader blocked forever on it (no writer ever comes)
     assert [s.name for s in load_corpus(str(folder), min_lines=1)] == ["f"]
-    with pytest.raises(CorpusError, match="unknown corpus"):
+    with pytest.raises(CorpusError, match=r"pipe.py is a named pipe \(FIFO\), not a regular file or folder"):
         load_corpus(str(folder / "pipe.py"), min_lines=1)
 
 

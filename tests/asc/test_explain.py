@@ -225,3 +225,18 @@ def test_compare_snippet_on_shared_tree(tiny):
     with pytest.raises(InputError, match="two models"):
         compare_snippet([ex])
     assert compare_snippet([ex, ex]).models == ("tiny-random (1)", "tiny-random (2)")
+
+
+def test_a_checked_tree_is_not_parsed_again(tiny, monkeypatch):
+    """``explain`` (the CLI) checks the snippet before loading the model: that parse is the explanation's."""
+    import sys
+
+    from asc.explain import checked_tree
+
+    explain_module = sys.modules["asc.explain"]  # asc.explain, the package attribute, is the function
+    tree = checked_tree("def f(x):\n    return x + 1\n")
+    monkeypatch.setattr(explain_module, "parse", lambda *a, **k: pytest.fail("parsed again"))
+    ex = explain(tiny, tree.source, tree=tree)
+    assert ex.tree is tree
+    with pytest.raises(InputError, match="not the snippet's"):
+        explain(tiny, tree.source + "\n", tree=tree)

@@ -286,3 +286,20 @@ def test_the_range_alignment_equals_the_pairwise_test(case, options):
     pairwise = align(tree, start[reverse], end[reverse], options=options)
     assert _bound_spans(pairwise, start[reverse], end[reverse]) == _bound_spans(ranges, start, end)
     assert len(ranges.order) <= len(start) + int((tree.end == tree.start).sum())
+
+
+def test_token_spans_out_of_order_that_each_cover_the_text_are_refused_before_listing_pairs():
+    """Non-monotone token spans take the pairwise path, which lists every (node, token) binding; it tested every
+    node x token cell (89k nodes x 60k tokens: 5e9 tests) and, given spans that each cover most of the text,
+    listed nodes x tokens bindings. It now sorts (tokens + nodes) and refuses more bindings than tokens lying
+    in one leaf each can make, before listing one."""
+    source = "a = 1\n" * 2_000  # 8,001 nodes
+    tree = parse(source)
+    n = 3_000
+    start = np.arange(n, dtype=np.int64)[::-1] % 4  # out of order, each token nearly the whole text
+    end = np.full(n, len(source) - 1, dtype=np.int64)
+    with pytest.raises(InputError, match="neither in order nor token-sized"):
+        align(tree, start, end)
+    ordinary = np.arange(len(source), dtype=np.int64)[::-1].copy()  # out of order, one character each: bound
+    al = align(tree, ordinary, ordinary + 1)
+    assert int(al.counts()[0]) == len(source) and len(al.order) <= len(source) * (MAX_AST_DEPTH + 1)

@@ -4,6 +4,7 @@ allowed data folders (symlinks and ``..`` included), non-positive limits, and ho
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,56 @@ def test_a_jsonl_without_a_usable_line_is_refused(tmp_path):
     with pytest.raises(CorpusError, match="no usable line") as err:
         load_corpus(str(path))
     assert "'code'" in str(err.value)
+
+
+def test_a_big_jsonl_is_read_line_by_line_not_whole(tmp_path):
+    """A .jsonl corpus up to 512 MB used to be read whole, decoded whole and split (three copies: a multi-GB job);
+    now one line is held at a time. 24 MB of lines that the filter drops, one kept: traced allocations stay a
+    small fraction of the file."""
+    import tracemalloc
+
+    long_snippet = json.dumps({"code": "x = 1\n" * 2000})  # 12 KB a line, dropped by max_lines
+    path = tmp_path / "big.jsonl"
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"id": "kept", "code": "x = 2\n"}) + "\n")
+        fh.writelines(long_snippet + "\n" for _ in range(2000))
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        snips = load_corpus(str(path), max_lines=10)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [s.id for s in snips] == ["kept"]
+    assert size > 20 * 2**20 and peak < size / 8, f"peak {peak / 2**20:.1f} MB for a {size / 2**20:.0f} MB file"
+
+
+def test_a_jsonl_line_over_the_line_limit_is_skipped_and_the_next_one_read(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(sources, "MAX_JSONL_LINE_BYTES", 1000)
+    lines = [json.dumps({"id": "long", "code": "y = 1\n" * 400}), json.dumps({"id": "next", "code": "z = 1\n"})]
+    assert [s.id for s in load_corpus(str(_jsonl(tmp_path / "c.jsonl", lines)))] == ["next"]
+    assert "line 1 skipped: over" in caplog.text
+
+
+def test_a_builtin_corpus_is_read_from_its_own_folder_whatever_the_data_roots(tmp_path):
+    """A shared server's roots confine users' folders, not the standard library: glueCode's context reader
+    confined ``stdlib`` to the data roots too, so every file context silently disappeared. It reads the
+    standard library's folder, and nothing outside it."""
+    import sysconfig
+
+    from probes.gluecode.build import corpus_files
+
+    files = corpus_files("stdlib", [tmp_path])
+    assert files is not None and "def " in (files.text("os.py") or "")
+    secret = tmp_path / "secret.py"
+    secret.write_text("k = 'hunter2'\n")
+    assert files.text(os.path.relpath(secret, sysconfig.get_paths()["stdlib"])) is None  # ../../..: confined
+
+
+@pytest.mark.parametrize(("lines", "says"), [((10, 5), "--min-lines 10 is above --max-lines 5"),
+                                             ((-3, None), "0 or more"), ((None, 0), "at least 1")])
+def test_line_filters_that_keep_nothing_are_refused_before_anything_is_read(tmp_path, lines, says):
+    """The rule lived in the CLI only: the app's and the probes' loads took any range (a negative minimum kept
+    everything, a minimum above the maximum read the whole corpus to keep nothing)."""
+    with pytest.raises(CorpusError, match=says):
+        load_corpus(str(tmp_path / "not-read"), min_lines=lines[0], max_lines=lines[1])

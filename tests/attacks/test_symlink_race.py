@@ -13,6 +13,7 @@ path check (every ``os.path.realpath``, which ``Path.resolve`` calls): the old c
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import threading
@@ -191,6 +192,30 @@ def test_the_glue_code_context_reader_is_confined(worst_moment):
     root, target = worst_moment
     files = CorpusFiles(target.parent, [root])
     assert files.text("keep.py") == STABLE and files.text("m.py") is None
+
+
+FLAGGED = "import re\n\n\ndef g(s):\n    m = re.match('a', s)\n    return m.group(0)\n"
+
+
+def test_the_null_task_uses_the_bytes_it_checked_never_the_path_again(tmp_path, monkeypatch):
+    """NullToken's warnings are located in the text of their file: it was read again by its path, unconfined and
+    unbounded, after mypy checked the bytes read once. A file swapped for a link to a secret in between handed
+    the secret to the task's texts; now the checked bytes travel with the result."""
+    from probes.gluecode import nullcheck
+    from probes.gluecode.nulltoken import classify_functions
+
+    root, _, secret = _layout(tmp_path)
+    target = root / "code" / "m.py"
+    target.write_text(FLAGGED)
+    diagnostic = {"file": "m.py", "line": 6, "column": 11, "end_line": 6, "end_column": 18, "code": "union-attr",
+                  "message": 'Item "None" of "Match[str] | None" has no attribute "group"', "severity": "error"}
+    monkeypatch.setattr(nullcheck, "_run_mypy", lambda src, targets: (json.dumps(diagnostic), 0.0))
+    result = nullcheck.check_corpus(str(target.parent), tmp_path / "work", roots=[root])
+    snippets = load_corpus(str(target.parent), min_lines=1, roots=[root])
+    _link(target, secret)  # after the check: the path now leads outside the root
+    functions, texts, _ = classify_functions(result, snippets)
+    assert texts == {"m.py": FLAGGED}
+    assert [len(f.sites) for f in functions if f.snippet.name == "g"] == [1]
 
 
 # ------------------------------------------------------------------------------------------------ private runs

@@ -88,3 +88,40 @@ def test_builtin_corpora():
 def test_unknown_corpus_lists_forms():
     with pytest.raises(CorpusError, match="humaneval, algorithms, stdlib"):
         load_corpus("nope-corpus")
+
+
+def _count_parses(monkeypatch) -> list[int]:
+    """Every tree-sitter parse made through asc.syntax.get_parser from now on (one entry each)."""
+    from asc import syntax
+    from asc.corpus import sources
+
+    made: list[int] = []
+    real = syntax.get_parser
+
+    class Counting:
+        def __init__(self, language):
+            self.parser = real(language)
+
+        def parse(self, data):
+            made.append(len(data))
+            return self.parser.parse(data)
+
+    monkeypatch.setattr(syntax, "get_parser", Counting)
+    monkeypatch.setattr(sources, "get_parser", Counting)
+    return made
+
+
+def test_a_file_is_parsed_once_however_many_functions_it_holds(tmp_path, monkeypatch):
+    """The depth limit is read from the file's tree: the functions are not parsed again one by one (that second
+    parse was a quarter of a stdlib load)."""
+    (tmp_path / "m.py").write_text("".join(f"def f{i}(x):\n    y = x + {i}\n    return [y]\n\n" for i in range(5)))
+    made = _count_parses(monkeypatch)
+    assert len(load_corpus(str(tmp_path), min_lines=1)) == 5
+    assert len(made) == 1
+
+
+def test_a_function_too_deep_to_explain_is_skipped_by_its_depth_in_the_file(caplog):
+    deep = "def deep():\n    return " + "(" * 300 + "1" + ")" * 300 + "\n"
+    shallow = "class C:\n    def ok(self):\n        return " + "(" * 200 + "1" + ")" * 200 + "\n"
+    assert [s.name for s in extract_functions(deep + "\n" + shallow, min_lines=1)] == ["ok"]
+    assert "skipping line1: its syntax tree is more than 256 levels deep" in caplog.text

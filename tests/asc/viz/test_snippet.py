@@ -225,7 +225,7 @@ def test_figure_height_grows_with_rows(explained):
 def _snapshot(ex):
     s, t = ex.scores, ex.tree
     arrays = [ex.values, s.ids, s.start, s.end, s.special, s.prob, s.logprob, s.entropy, s.rank, s.top_ids,
-              s.top_probs, t.start, t.end, t.parent, t.depth, ex.alignment.indptr, ex.alignment.indices]
+              s.top_probs, t.start, t.end, t.parent, t.depth, ex.alignment.order, ex.alignment.lo, ex.alignment.hi]
     return [a.copy() for a in arrays], copy.deepcopy(ex.to_dict()), dict(ex.category_values)
 
 

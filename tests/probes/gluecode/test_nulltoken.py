@@ -308,6 +308,17 @@ def test_locate_reads_character_columns_after_non_ascii_text():
     assert target is not None and (target.col, target.name) == (11, "x")
 
 
+def test_line_filters_that_keep_nothing_are_refused_before_mypy_runs(corpus, tmp_path, monkeypatch):
+    from probes.gluecode import nulltoken
+
+    def no_mypy(*args, **kwargs):
+        raise AssertionError("mypy ran before the line filters were checked")
+
+    monkeypatch.setattr(nulltoken, "check_corpus", no_mypy)
+    with pytest.raises(CorpusError, match="--min-lines 9 is above --max-lines 3"):
+        null_items(str(corpus), workdir=tmp_path, min_lines=9, max_lines=3)
+
+
 def test_user_mistakes_name_the_fix(corpus, tmp_path, monkeypatch):
     with pytest.raises(InputError, match="size"):
         null_items(str(corpus), size=0, workdir=tmp_path, min_lines=1)
