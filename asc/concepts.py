@@ -30,11 +30,14 @@ from asc.errors import InputError
 from asc.paths import CATEGORIES_DIR
 from asc.resampling import percentile_bootstrap
 
-__all__ = ["AGGREGATES", "CategoryMap", "load_categories", "aggregate_ranges", "aggregate_segments", "bootstrap_median",
-           "check_aggregate", "GLOBAL"]
+__all__ = ["AGGREGATES", "CONFIDENCE_LINE", "CategoryMap", "load_categories", "aggregate_ranges", "aggregate_segments",
+           "bootstrap_median", "check_aggregate", "GLOBAL"]
 
 AGGREGATES = ("median", "mean", "max")
 GLOBAL = "Global"
+#: the paper's "acceptable confidence" line: a value at or above it is confident; the colour scales are centred
+#: on it, the CLI marks categories against it, and a layer "crosses" where a category first reaches it
+CONFIDENCE_LINE = 0.6
 
 
 @dataclass(frozen=True)
