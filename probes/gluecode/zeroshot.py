@@ -66,7 +66,7 @@ import pandas as pd
 from asc.errors import InputError
 from asc.models import ModelBundle
 from asc.resampling import percentile_bootstrap
-from probes.gluecode.items import CONTEXTS, MASK, NO_WARNING, NPATH_BUCKETS, OPERATORS, TASKS, Item
+from probes.gluecode.items import CONTEXTS, MASK, NO_WARNING, NPATH_BUCKETS, OPERATORS, TASKS, Item, by_split
 from probes.gluecode.likelihood import (
     DEFAULT_BATCH_TOKENS,
     DEFAULT_MAX_WINDOW,
@@ -395,8 +395,8 @@ def baselines(items: Sequence[Item], *, n_boot: int = 1000, seed: int = 0) -> pd
         of_task = [it for it in items if it.task == task]
         if not of_task:
             continue
-        dev = [it.label for it in of_task if it.split == "dev"]
-        test = [it for it in of_task if it.split == "test"]
+        dev = [it.label for it in by_split(of_task, "dev")]
+        test = by_split(of_task, "test")
         if not test or (not dev and task != "NULL"):
             missing = "test" if not test else "dev"
             raise InputError(f"{task}: no {missing} items; the baselines are fitted on dev and scored on test, "
