@@ -13,6 +13,7 @@ import sys
 
 from asc.cli import Parser, add_common, non_negative_int, out_table, path_text, positive_int, run
 from asc.commands import cmd_branch, cmd_causal, cmd_compare, cmd_eval, cmd_explain, cmd_models
+from asc.concepts import CONFIDENCE_LINE
 from asc.syntax import LANGUAGES
 
 
@@ -69,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-boot", type=positive_int, default=500, help="bootstrap resamples for the summary")
     p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed")
     _bootstrap_option(p)
-    p.add_argument("--threshold", type=float, default=0.6, help="the 'acceptable confidence' line")
+    p.add_argument("--threshold", type=float, default=CONFIDENCE_LINE, help="the 'acceptable confidence' line")
     p.add_argument("--layers", action="store_true", help="also AsC-Eval at every layer (logit lens; about 3-8x the "
                    "cost): adds the layers/ table and a category x layer summary")
     p.add_argument("--forks", action="store_true", help="also count fork points (tokens where the model hesitates): "

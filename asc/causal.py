@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asc.complexity import complexity_column, complexity_of_source
+from asc.complexity import complexity_column
 from asc.concepts import GLOBAL, CategoryMap
 from asc.corpus.runs import RunData
 from asc.errors import InputError
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     import networkx as nx
     import pandas as pd
 
-__all__ = ["CONFOUNDERS", "OUTCOME", "cyclomatic_complexity", "snippet_table", "treatments_of", "causal_graph",
+__all__ = ["CONFOUNDERS", "OUTCOME", "snippet_table", "treatments_of", "causal_graph",
            "estimate", "causal_table", "MIN_SNIPPETS", "REFUTE_SAMPLE", "MIN_REFUTE_SAMPLE"]
 
 log = logging.getLogger(__name__)
@@ -64,14 +64,6 @@ MIN_SNIPPETS = 30
 REFUTE_SAMPLE = 5000
 #: The smallest refuter subsample accepted: below it the refuters' verdicts are mostly noise.
 MIN_REFUTE_SAMPLE = 100
-
-
-def cyclomatic_complexity(source: str, language: str = "python") -> float:
-    """McCabe complexity of the snippet's first function as lizard counts it; NaN when lizard finds none.
-
-    Computed from the tree-sitter parse by :func:`asc.complexity.complexity_of_source` (equal to lizard,
-    several times faster)."""
-    return complexity_of_source(source, language)
 
 
 def _wide_concepts(concepts: pd.DataFrame, index: pd.Index) -> pd.DataFrame:

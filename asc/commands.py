@@ -17,7 +17,7 @@ from typing import Any
 
 from asc.align import AlignOptions
 from asc.cli import fmt, load_bundle, read_source, write_table
-from asc.concepts import load_categories
+from asc.concepts import CONFIDENCE_LINE, load_categories
 
 __all__ = ["cmd_branch", "cmd_causal", "cmd_compare", "cmd_eval", "cmd_explain", "cmd_models"]
 
@@ -41,7 +41,6 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from asc.depth import CROSSING
     from asc.explain import checked_tree, explain
 
     tree = checked_tree(read_source(args.file), args.language)  # refuse bad input before loading the model
@@ -82,7 +81,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if depth is not None:
         crossing = depth.crossing()
         print(f"\nper layer (logit lens; layer 0 = embeddings, {depth.n_layers - 1} = output), category values and "
-              f"the first layer at or above {CROSSING}:")
+              f"the first layer at or above {CONFIDENCE_LINE}:")
         for k, cat in enumerate(depth.categories):
             curve = " ".join(fmt(v, 2) for v in depth.category_values[:, k])
             print(f"  {cat:<24} {str(crossing[cat] if crossing[cat] is not None else '-'):>5}  {curve}")
@@ -196,7 +195,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _compare_layers(paths: list[str], labels: list[str]) -> None:
-    """For the runs made with ``--layers``: where each category first reaches 0.6, in relative depth."""
+    """For the runs made with ``--layers``: where each category first reaches the confidence line, in relative depth."""
     from asc.corpus.layers import crossing_table, has_layers, layer_summary
 
     unique = [label if labels.count(label) == 1 else f"{label} ({k + 1})" for k, label in enumerate(labels)]
@@ -208,7 +207,7 @@ def _compare_layers(paths: list[str], labels: list[str]) -> None:
     crossing = crossing_table(pd.concat(layered, ignore_index=True))
     wide = crossing.pivot(index="category", columns="model", values="crossing_depth")
     print("\nper layer (runs made with --layers): relative depth (layer / layers) where each category's median "
-          "first reaches 0.6 (NaN: never)\n")
+          f"first reaches {CONFIDENCE_LINE} (NaN: never)\n")
     print(wide.to_string(float_format=lambda v: f"{v:.2f}"))
 
 

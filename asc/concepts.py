@@ -28,12 +28,16 @@ import numpy as np
 
 from asc.errors import InputError
 from asc.paths import CATEGORIES_DIR
+from asc.resampling import percentile_bootstrap
 
-__all__ = ["AGGREGATES", "CategoryMap", "load_categories", "aggregate_ranges", "aggregate_segments", "bootstrap_median",
-           "check_aggregate", "GLOBAL"]
+__all__ = ["AGGREGATES", "CONFIDENCE_LINE", "CategoryMap", "load_categories", "aggregate_ranges", "aggregate_segments",
+           "bootstrap_median", "check_aggregate", "GLOBAL"]
 
 AGGREGATES = ("median", "mean", "max")
 GLOBAL = "Global"
+#: the paper's "acceptable confidence" line: a value at or above it is confident; the colour scales are centred
+#: on it, the CLI marks categories against it, and a layer "crosses" where a category first reaches it
+CONFIDENCE_LINE = 0.6
 
 
 @dataclass(frozen=True)
@@ -216,16 +220,7 @@ def bootstrap_median(values: np.ndarray, n_boot: int = 500, seed: int = 0, ci: f
     v = v[~np.isnan(v)]
     if not len(v):
         return (np.nan, np.nan, np.nan, np.nan)
-    rng = np.random.default_rng(seed)
-    per_chunk = max(1, max_chunk // len(v))
-    chunks: list[np.ndarray] = []
-    done = 0
-    while done < n_boot:
-        k = min(per_chunk, n_boot - done)
-        idx = rng.integers(0, len(v), size=(k, len(v)))
-        chunks.append(np.median(v[idx], axis=1))
-        done += k
-    meds = np.concatenate(chunks)
-    alpha = (1 - ci) / 2
-    lo, hi = np.quantile(meds, [alpha, 1 - alpha])
+    boot = percentile_bootstrap(lambda x: np.median(x, axis=1), [v], n_boot=n_boot, seed=seed, level=ci,
+                                batched=True, max_chunk=max_chunk)
+    meds, lo, hi = boot.draws, boot.low, boot.high
     return float(np.median(meds)), float(lo), float(hi), float(meds.std())

@@ -5,8 +5,8 @@ and aggregates those exactly as the output's (same tree, same binding, same thet
 :func:`asc.explain.node_values`), giving node values ``(L + 1, N)`` and category values ``(L + 1, C)`` with layer 0
 the embeddings and layer ``L`` the output (equal to :func:`asc.explain.explain`).
 
-"Crossing": the first layer whose category value reaches :data:`CROSSING` (0.6, the confidence line the
-inspector's colour scale is centred on), ``None`` when no layer does. Relative depth ``layer / L`` puts models of
+"Crossing": the first layer whose category value reaches :data:`CROSSING` (:data:`asc.concepts.CONFIDENCE_LINE`,
+0.6, the confidence line the inspector's colour scale is centred on), ``None`` when no layer does. Relative depth ``layer / L`` puts models of
 different depth on one axis.
 """
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from asc.align import AlignOptions
-from asc.concepts import CategoryMap, check_aggregate, load_categories
+from asc.concepts import CONFIDENCE_LINE, CategoryMap, check_aggregate, load_categories
 from asc.errors import InputError
 from asc.explain import Explanation, checked_tree, explain_scored, node_values
 from asc.lens import LayerScores, lens_scores
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CROSSING", "LayerExplanation", "explain_layers", "layer_values", "top_vocab"]
 
-CROSSING = 0.6
+CROSSING = CONFIDENCE_LINE  # the same constant, under the name the per-layer views import
 
 
 @dataclass(frozen=True)

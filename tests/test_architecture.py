@@ -3,7 +3,7 @@
 Each test reads the code (``ast``), so a change that breaks a rule fails here with the file and line:
 writes go through ``write_atomic``; ``os.environ`` is read in ``asc/paths.py`` only; no private name
 crosses a module boundary; every module has a docstring, stays under ``MAX_LINES`` and appears in the
-README's folder tree; public backend functions are typed; ``__all__`` lists names that exist; one
+README's folder tree (path for path); public backend functions are typed; ``__all__`` lists names that exist; one
 exported constant name has one meaning; no variable is assigned and never read.
 """
 
@@ -217,13 +217,35 @@ def test_no_variable_is_assigned_and_never_read():
     assert not bad, "remove dead assignments:\n" + "\n".join(bad)
 
 
-def test_readme_tree_lists_every_module():
+def _readme_tree() -> list[str]:
+    """The paths the README's folder tree names, from its indentation (two spaces a level; a name ending in ``/``
+    opens a folder; a line indented deeper than a level below its folder continues the line above)."""
     readme = (ROOT / "README.md").read_text()
-    tree = readme[readme.index("## Folder tree"):]
-    missing = []
-    for path in _files("asc", "probes", "ui", "pages", "app.py", "benchmarks", "docs"):
-        if path.name == "__init__.py":
+    section = readme[readme.index("## Folder tree"):]
+    block = section[section.index("```text\n") + len("```text\n"):]
+    block = block[:block.index("```")]
+    folders: list[str] = []
+    paths = []
+    for line in block.splitlines():
+        if not line.strip():
             continue
-        if not re.search(rf"(^|\s){re.escape(path.name)}\s", tree, flags=re.M):
-            missing.append(_rel(path))
-    assert not missing, "add a line per file to the README's folder tree:\n" + "\n".join(missing)
+        indent = len(line) - len(line.lstrip(" "))
+        depth, name = indent // 2, line.split()[0]
+        if indent % 2 or depth > len(folders):
+            continue  # a continuation of the line above
+        folders = folders[:depth]
+        paths.append("/".join([*folders, name.rstrip("/")]))
+        if name.endswith("/"):
+            folders.append(name.rstrip("/"))
+    return paths
+
+
+def test_readme_tree_lists_every_module_by_its_path():
+    """Path for path: every module of the repository appears in the README's folder tree at its place (a name
+    alone is not enough: several folders hold a ``layers.py``), and every path the tree names exists."""
+    listed = _readme_tree()
+    missing = [_rel(path) for path in _files("asc", "probes", "ui", "pages", "app.py", "benchmarks", "docs")
+               if path.name != "__init__.py" and _rel(path) not in listed]
+    assert not missing, "add a line per file to the README's folder tree, under its folder:\n" + "\n".join(missing)
+    absent = [p for p in listed if not (list(ROOT.glob(p)) if "*" in p else (ROOT / p).exists())]
+    assert not absent, "the README's folder tree names paths that do not exist:\n" + "\n".join(absent)

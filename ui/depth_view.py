@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from asc.depth import CROSSING, LayerExplanation
+from asc.concepts import CONFIDENCE_LINE
+from asc.depth import LayerExplanation
 from asc.errors import AscError, InputError
 from asc.explain import Explanation
 from asc.export import csv_text
@@ -84,7 +85,7 @@ def panels(layers: Layers, layer: int, selected: int | None) -> None:
     """The category x layer heatmap, the selected node's value across layers, and their exports."""
     depth = layers.depth
     st.markdown(f"**Per layer** (logit lens; layer 0 = embeddings, {depth.n_layers - 1} = output): where each "
-                f"category reaches the {CROSSING:g} line")
+                f"category reaches the {CONFIDENCE_LINE:g} line")
     left, right = st.columns([3, 2])
     heatmap = category_layer_heatmap(depth, layer=layer)
     left.plotly_chart(heatmap, key="depth_heatmap")

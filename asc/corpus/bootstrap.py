@@ -33,7 +33,7 @@ import numpy as np
 from asc.errors import InputError
 
 __all__ = ["METHODS", "N_BINS", "RESOLUTION", "BootstrapResult", "bin_of", "cluster_bootstrap", "histograms",
-           "lower_median_bins", "node_bootstrap", "snippet_weights"]
+           "node_bootstrap", "snippet_weights"]
 
 RESOLUTION = 1e-4
 N_BINS = 10_001
@@ -63,15 +63,6 @@ def histograms(bins: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarra
     """Counts per (group, bin): int64 (n_groups, N_BINS)."""
     flat = groups.astype(np.int64) * N_BINS + bins
     return np.bincount(flat, minlength=n_groups * N_BINS).reshape(n_groups, N_BINS)
-
-
-def lower_median_bins(hist: np.ndarray, axis: int = -1) -> np.ndarray:
-    """The bin of the lower median of each histogram (bins along ``axis``); -1 for an empty one."""
-    cum = np.cumsum(hist, axis=axis)
-    total = np.take(cum, [-1], axis=axis)
-    target = np.maximum(np.ceil(total / 2), 1e-300)
-    idx = np.argmax(cum >= target, axis=axis)
-    return np.where(np.squeeze(total, axis=axis) > 0, idx, -1)
 
 
 def _summarize(draws: np.ndarray, ci: float) -> BootstrapResult:

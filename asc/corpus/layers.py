@@ -10,7 +10,8 @@ written before the chunk's ``snippets`` part (so a finished chunk always has it)
 
 :func:`layer_summary` reads it back as the corpus picture: per category and layer the median of node values over
 the whole corpus (the statistic of Table I, without the bootstrap), the number of nodes, the relative depth
-``layer / L`` (to put models of different depth on one axis) and the first layer whose median reaches 0.6.
+``layer / L`` (to put models of different depth on one axis) and the first layer whose median reaches the
+confidence line (:data:`asc.concepts.CONFIDENCE_LINE`).
 The categories come from the ``nodes/`` table, so the summary follows the run's own category mapping.
 """
 
@@ -25,7 +26,7 @@ import numpy as np
 
 from asc.align import AlignOptions
 from asc.atomic import write_atomic
-from asc.concepts import GLOBAL, CategoryMap, load_categories
+from asc.concepts import CONFIDENCE_LINE, GLOBAL, CategoryMap, load_categories
 from asc.depth import layer_values
 from asc.errors import CorpusError
 from asc.explain import explain_scored
@@ -130,7 +131,7 @@ def layer_summary(path: str | Path, label: str | None = None) -> pd.DataFrame:
         ["category", "layer"], kind="stable").reset_index(drop=True)
 
 
-def crossing_table(summary: pd.DataFrame, threshold: float = 0.6) -> pd.DataFrame:
+def crossing_table(summary: pd.DataFrame, threshold: float = CONFIDENCE_LINE) -> pd.DataFrame:
     """Per model and category, the first layer (and relative depth) whose median reaches ``threshold``, and the
     output layer's median: ``model, category, crossing, crossing_depth, output``; NaN where it never does."""
     import pandas as pd

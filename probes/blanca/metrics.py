@@ -33,6 +33,7 @@ import numpy as np
 from scipy import stats
 
 from asc.errors import InputError
+from asc.resampling import percentile_bootstrap
 
 __all__ = ["Correlation", "Interval", "RankingSummary", "TTest", "bootstrap_interval", "ndcg", "pearson",
            "ranking_order", "ranking_summary", "reciprocal_rank", "t_test"]
@@ -176,23 +177,6 @@ def bootstrap_interval(statistic: Callable[..., float], samples: Sequence[Sequen
     """Seeded percentile bootstrap of ``statistic(*samples)``. With ``paired`` the samples have one length and are
     resampled with shared indices (pairs stay together); otherwise each sample is resampled on its own. Resamples
     whose statistic is not finite (e.g. a constant resample for r) are left out of the percentiles."""
-    arrays = [np.asarray(s, dtype=float) for s in samples]
-    if not arrays or any(len(a) == 0 for a in arrays):
-        raise InputError("the bootstrap needs one or more non-empty samples")
-    if paired and len({len(a) for a in arrays}) > 1:
-        raise InputError(f"paired samples must have one length (got {', '.join(str(len(a)) for a in arrays)})")
-    if not 0 < level < 1 or n_boot < 1:
-        raise InputError(f"level must lie between 0 and 1 and n_boot be positive (got {level}, {n_boot})")
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(n_boot):
-        if paired:
-            idx = rng.integers(0, len(arrays[0]), len(arrays[0]))
-            resampled = [a[idx] for a in arrays]
-        else:
-            resampled = [a[rng.integers(0, len(a), len(a))] for a in arrays]
-        values.append(float(statistic(*resampled)))
-    finite = np.array([v for v in values if math.isfinite(v)])
-    tail = (1 - level) / 2 * 100
-    low, high = (np.percentile(finite, [tail, 100 - tail]) if len(finite) else (math.nan, math.nan))
-    return Interval(float(statistic(*arrays)), float(low), float(high), level, n_boot)
+    boot = percentile_bootstrap(statistic, samples, n_boot=n_boot, seed=seed, level=level, paired=paired)
+    estimate = float(statistic(*(np.asarray(s, dtype=float) for s in samples)))
+    return Interval(estimate, boot.low, boot.high, level, n_boot)

@@ -28,9 +28,9 @@ from typing import Any
 from asc.atomic import write_atomic
 from asc.errors import InputError
 from asc.models import ModelBundle
-from probes.gluecode.items import CONTEXTS, TASKS, Item, load_items, save_items
+from probes.gluecode.items import CONTEXTS, TASKS, Item, by_split, load_items, save_items
 
-__all__ = ["PAPER_TABLE2", "TASK_METRIC", "build_or_load", "build_task", "gluecode_job", "load_predictions",
+__all__ = ["PAPER_TABLE2", "build_or_load", "build_task", "gluecode_job", "load_predictions",
            "load_task_sets", "prediction_file", "run_gluecode", "set_name", "settings_file", "table2", "task_file"]
 
 # glueCode Table 2 (Java, models fine-tuned on each task): NPath, Operators, Naming (char-BLEU), Completion,
@@ -42,8 +42,6 @@ PAPER_TABLE2 = {
     "Seq2Seq/Seq2Tok": (0.543, 0.368, 0.262, 0.524, 0.228),
     "Transformer (CodeBERTa)": (0.747, 0.782, 0.389, 0.534, 0.239),
 }
-TASK_METRIC = {"NPATH": "accuracy", "OPS": "accuracy", "NAME": "char-BLEU", "CALL": "exact match",
-               "NULL": "exact match"}
 _CHUNK = 32  # items answered between two writes
 
 
@@ -132,7 +130,7 @@ def run_gluecode(bundle: ModelBundle, items: dict[str, list[Item]], out: str | P
     plan = []  # level by level, local first: a run stopped early has every task at the smaller levels
     for level in contexts:
         for task, task_items in items.items():
-            chosen = [it for it in task_items if it.split == split]
+            chosen = by_split(task_items, split)
             path = prediction_file(out, bundle.name, task_set, task, level)
             have = _read_predictions(path)
             answered = {p.item_id for p in have}

@@ -65,7 +65,8 @@ import pandas as pd
 
 from asc.errors import InputError
 from asc.models import ModelBundle
-from probes.gluecode.items import CONTEXTS, MASK, NO_WARNING, NPATH_BUCKETS, OPERATORS, TASKS, Item
+from asc.resampling import percentile_bootstrap
+from probes.gluecode.items import CONTEXTS, MASK, NO_WARNING, NPATH_BUCKETS, OPERATORS, TASKS, Item, by_split
 from probes.gluecode.likelihood import (
     DEFAULT_BATCH_TOKENS,
     DEFAULT_MAX_WINDOW,
@@ -330,10 +331,8 @@ def _interval(values: np.ndarray, n_boot: int, seed: int) -> tuple[float, float]
     """Seeded percentile bootstrap 95% interval of the mean of ``values``."""
     if len(values) == 0:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), size=(n_boot, len(values)))].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return float(lo), float(hi)
+    boot = percentile_bootstrap(lambda x: x.mean(axis=1), [values], n_boot=n_boot, seed=seed, batched=True)
+    return boot.low, boot.high
 
 
 def _row(keys: dict, metric: str, values: Sequence[float], n_boot: int, seed: int, skipped: int = 0) -> dict:
@@ -396,8 +395,8 @@ def baselines(items: Sequence[Item], *, n_boot: int = 1000, seed: int = 0) -> pd
         of_task = [it for it in items if it.task == task]
         if not of_task:
             continue
-        dev = [it.label for it in of_task if it.split == "dev"]
-        test = [it for it in of_task if it.split == "test"]
+        dev = [it.label for it in by_split(of_task, "dev")]
+        test = by_split(of_task, "test")
         if not test or (not dev and task != "NULL"):
             missing = "test" if not test else "dev"
             raise InputError(f"{task}: no {missing} items; the baselines are fitted on dev and scored on test, "

@@ -17,7 +17,6 @@ from asc.causal import (
     REFUTE_SAMPLE,
     causal_graph,
     causal_table,
-    cyclomatic_complexity,
     estimate,
     snippet_table,
     treatments_of,
@@ -67,6 +66,8 @@ def test_causal_graph_is_the_backdoor_model():
 
 
 def test_cyclomatic_complexity_on_known_functions():
+    from asc.complexity import complexity_of_source as cyclomatic_complexity  # the confounder's values
+
     assert cyclomatic_complexity("def f(x):\n    return x\n") == 1
     branches = "def f(x):\n    if x > 0:\n        return 1\n    elif x < 0:\n        return -1\n    for i in x:\n        pass\n    return 0\n"
     assert cyclomatic_complexity(branches) == 4

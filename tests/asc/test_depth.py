@@ -34,9 +34,25 @@ def _fake(curves: list[list[float]]) -> LayerExplanation:
     return LayerExplanation(Ex(), None, np.zeros((len(curves), 1)), np.asarray(curves, dtype=float))  # type: ignore[arg-type]
 
 
+def test_the_confidence_line_is_one_constant():
+    """The per-layer crossing, the corpus crossing table and the CLI's --threshold all default to
+    asc.concepts.CONFIDENCE_LINE (the 0.6 line was a literal in each)."""
+    import inspect
+
+    from asc.__main__ import build_parser
+    from asc.concepts import CONFIDENCE_LINE
+    from asc.corpus.layers import crossing_table
+
+    assert CROSSING is CONFIDENCE_LINE
+    assert inspect.signature(LayerExplanation.crossing).parameters["threshold"].default is CONFIDENCE_LINE
+    assert inspect.signature(crossing_table).parameters["threshold"].default is CONFIDENCE_LINE
+    assert build_parser().parse_args(["eval", "--corpus", "algorithms", "--model", "tiny-random", "--out", "o"]).threshold \
+        is CONFIDENCE_LINE
+
+
 def test_crossing_is_the_first_layer_at_or_above_the_line():
     depth = _fake([[0.1, 0.2, math.nan], [0.6, 0.3, math.nan], [0.5, 0.7, math.nan], [0.9, 0.8, math.nan]])
-    assert CROSSING == 0.6
+    assert CROSSING == 0.6  # the paper's line
     assert depth.crossing() == {"A": 1, "B": 2, "C": None}
     assert depth.crossing(0.85) == {"A": 3, "B": None, "C": None}
     frame = depth.category_frame()

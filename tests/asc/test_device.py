@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -60,10 +62,23 @@ def test_estimate_follows_the_documented_formula():
     assert dev.estimate_bytes(1000, "bfloat16", 10, 8, 2, 10) == 2000 + 10 * (64 + 140)
 
 
-def test_free_bytes_reads_meminfo_on_linux_cpu():
-    free = dev.free_bytes(torch.device("cpu"))
-    assert free is None or free > 0
+def test_free_bytes_reads_meminfo_on_linux_cpu(tmp_path, monkeypatch):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       16384 kB\nMemFree:         1024 kB\nMemAvailable:    2048 kB\n")
+    assert dev._meminfo_available(meminfo) == 2048 * 1024  # MemAvailable, in bytes (the file says kB)
+    meminfo.write_text("MemTotal:       16384 kB\n")
+    assert dev._meminfo_available(meminfo) is None  # an old kernel without the line: no check
+    assert dev._meminfo_available(tmp_path / "missing") is None
     assert dev.free_bytes("mps") is None
+    monkeypatch.setattr(dev.sys, "platform", "darwin")
+    assert dev.free_bytes(torch.device("cpu")) is None  # no /proc/meminfo: unknown, not a guess
+    monkeypatch.undo()
+    if not Path("/proc/meminfo").exists():
+        pytest.skip("this machine has no /proc/meminfo")
+    total = next(int(line.split()[1]) * 1024 for line in Path("/proc/meminfo").read_text().splitlines()
+                 if line.startswith("MemTotal:"))
+    free = dev.free_bytes(torch.device("cpu"))
+    assert free is not None and 0 < free <= total  # this machine's available memory, in bytes
 
 
 def test_check_fits_raises_naming_the_fix():

@@ -60,4 +60,28 @@ def test_smollm2_completion_gets_a_verdict():
     comp = complete(load_model("smollm2-135m"), p["prompt"], 48)
     run = run_tests(comp.text)
     assert run.task_id == "HumanEval/2" and (run.result == "passed") == run.passed
-    assert run.result == "passed" or run.result.startswith("failed") or run.result == "timed out"
+    # the verdict agrees with running the same text and HumanEval's test in a plain interpreter
+    assert run.passed == _passes_plainly(comp.text, p), (run.result, comp.text)
+    if not run.passed:
+        assert run.result.startswith("failed") or run.result == "timed out"
+
+
+def _passes_plainly(text: str, problem: dict) -> bool:
+    """Whether ``text`` passes ``problem``'s test run as a script in a fresh interpreter (no sandbox): the oracle
+    the checker's subprocess must agree with."""
+    import subprocess
+    import sys
+
+    script = f"{text}\n\n{problem['test']}\n\ncheck({problem['entry_point']})\n"
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        return False
+    return done.returncode == 0
+
+
+def test_the_plain_oracle_tells_passing_from_failing():
+    """The oracle of the real-model test above: it must tell the canonical solution from a wrong one."""
+    p = _problem()
+    assert _passes_plainly(p["prompt"] + p["canonical_solution"], p)
+    assert not _passes_plainly(p["prompt"] + "    return 0.0\n", p)

@@ -78,10 +78,11 @@ def test_a_job_passes_its_trust_remote_code_to_the_loader(tmp_path):
 
 def test_the_job_queue_loads_through_its_own_cache_slot(monkeypatch, tmp_path):
     from ui import cache, jobs
+    from ui.cache import models
 
     loads: list[tuple[str, bool]] = []
     model = object()
-    monkeypatch.setattr(cache, "load_model",
+    monkeypatch.setattr(models, "load_model",
                         lambda spec, trust_remote_code=False, **placement: loads.append((spec, trust_remote_code))
                         or model)
     cache.get_job_bundle.clear()
@@ -137,14 +138,15 @@ def test_the_causal_store_is_mutated_under_a_lock(monkeypatch):
 
     import asc.causal
     from ui import cache
+    from ui.cache import runs
 
     store = _Watched()
-    monkeypatch.setattr(cache, "_causal_store", lambda: store)
-    monkeypatch.setattr(cache, "CAUSAL_KEEP", 3)
-    monkeypatch.setattr(cache, "_stamp", lambda path: 1.0)
+    monkeypatch.setattr(runs, "_causal_store", lambda: store)
+    monkeypatch.setattr(runs, "CAUSAL_KEEP", 3)
+    monkeypatch.setattr(runs, "run_stamp", lambda path: "1")
     run = type("Run", (), {"snippets": pd.DataFrame({"language": ["python"]})})()
-    monkeypatch.setattr(cache, "_run", lambda path, stamp: run)
-    monkeypatch.setattr(cache, "run_title", lambda path: str(path))
+    monkeypatch.setattr(runs, "_run", lambda path, stamp: run)
+    monkeypatch.setattr(runs, "run_title", lambda path: str(path))
     monkeypatch.setattr(st, "progress", lambda *a, **k: type("Bar", (), {"progress": lambda *a, **k: None,
                                                                           "empty": lambda self: None})())
     monkeypatch.setattr(asc.causal, "snippet_table", lambda run: "table")

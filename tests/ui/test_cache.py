@@ -48,3 +48,49 @@ def test_blanca_loaders_see_what_a_run_writes_next(tiny, tmp_path):
     assert set(cache.blanca_scores(out, "stdlib-seed0")["task"]) == {"R", "L", "F", "H"}
     assert set(cache.blanca_summary(out, "stdlib-seed0", "test", {})["task"]) == {"R", "L", "F", "H"}
     assert cache.blanca_finetuned(out, "stdlib-seed0") == []
+
+
+def test_the_inspected_models_slot_is_one_entry_whatever_the_call_form(monkeypatch):
+    """Streamlit keys a cache by the arguments as given: ``get_bundle(spec)`` (the study page, the attention
+    snippet) and ``get_bundle(spec, trust)`` were two entries of the one-model slot, each evicting the other."""
+    from ui.cache import get_bundle, get_job_bundle, models
+
+    loads: list[tuple] = []
+    monkeypatch.setattr(models, "load_model", lambda spec, **kw: loads.append((spec, *kw.values())) or object())
+    get_bundle.clear()
+    get_job_bundle.clear()
+    try:
+        first = get_bundle("x/y")
+        assert get_bundle("x/y", False) is first
+        assert get_bundle("x/y", trust_remote_code=False, device="auto", dtype="auto") is first
+        assert models.bundle_for("x/y", False, "auto", "auto") is first
+        assert loads == [("x/y", False, "auto", "auto")]
+        assert get_job_bundle("x/y") is not first  # the jobs' slot is another cache
+        assert get_bundle("x/y", False, "cpu") is not first and len(loads) == 3  # another placement: reloaded
+    finally:
+        get_bundle.clear()
+        get_job_bundle.clear()
+
+
+def test_the_change_stamp_moves_when_a_file_is_added_removed_or_rewritten(tmp_path):
+    import os
+
+    from ui.cache.stamp import change_stamp, run_stamp
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text("1")
+    one = change_stamp([a])
+    assert change_stamp([a]) == one and change_stamp([a, tmp_path / "gone"]) == one  # a missing file is left out
+    b.write_text("2")
+    two = change_stamp([a, b])
+    assert two != one and change_stamp([b, a]) == two  # added; the order of the list does not matter
+    os.utime(b, ns=(b.stat().st_atime_ns, b.stat().st_mtime_ns + 1))
+    assert change_stamp([a, b]) != two  # rewritten with the same size: a newer modification time
+    b.unlink()
+    assert change_stamp([a, b]) == one  # removed
+    run = tmp_path / "run"
+    (run / "snippets").mkdir(parents=True)
+    (run / "meta.json").write_text("{}")
+    empty = run_stamp(run)
+    (run / "snippets" / "part-00000.parquet").write_bytes(b"x")
+    assert run_stamp(run) != empty  # a growing run's new chunk refreshes its tables

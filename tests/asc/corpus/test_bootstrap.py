@@ -8,8 +8,6 @@ with resampling the raw values many times.
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from asc.concepts import bootstrap_median
 from asc.corpus.bootstrap import (
@@ -18,7 +16,6 @@ from asc.corpus.bootstrap import (
     bin_of,
     cluster_bootstrap,
     histograms,
-    lower_median_bins,
     node_bootstrap,
     snippet_weights,
 )
@@ -47,17 +44,8 @@ def corpus(n_snippets: int, seed: int, groups: int = 3):
     return snippet, values, rng.integers(0, groups, len(snippet))
 
 
-@given(st.lists(st.floats(0, 1), min_size=1, max_size=200))
-@settings(max_examples=100, deadline=None)
-def test_lower_median_bin_is_the_exact_lower_median_to_half_a_bin(values):
-    v = np.array(values)
-    hist = np.bincount(bin_of(v), minlength=N_BINS)
-    assert abs(lower_median_bins(hist) * RESOLUTION - lower_median(v)) <= BOUND + 1e-12
-
-
 def test_bins_cover_zero_to_one():
     assert list(bin_of(np.array([0.0, 0.00004, 0.00005001, 0.5, 1.0, 1.2, -0.1]))) == [0, 0, 1, 5000, 10000, 10000, 0]
-    assert (lower_median_bins(np.zeros(N_BINS)) == -1)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

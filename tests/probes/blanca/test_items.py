@@ -107,7 +107,20 @@ def test_save_refuses_items_of_another_task(tmp_path: Path):
 
 
 def test_split_of_is_stable_and_near_the_share():
-    assert split_of("faq/programming#what-is-self") == split_of("faq/programming#what-is-self")
+    """The split of a unit must not depend on the process (Python's str hash is salted per process): another
+    interpreter, with another hash seed, splits 200 units the same way."""
+    import os
+    import subprocess
+    import sys
+
+    units = [f"faq/programming#q{i}" for i in range(200)]
+    script = ("import json, sys; from probes.blanca.items import split_of; "
+              "print(json.dumps([split_of(u) for u in json.loads(sys.stdin.read())]))")
+    for seed in ("1", "2"):
+        other = subprocess.run([sys.executable, "-c", script], input=json.dumps(units), capture_output=True,
+                               text=True, check=True, cwd=Path(__file__).resolve().parents[3],
+                               env={**os.environ, "PYTHONHASHSEED": seed})
+        assert json.loads(other.stdout) == [split_of(u) for u in units]
     splits = [split_of(f"unit-{i}") for i in range(2000)]
     assert 0.07 < splits.count("test") / len(splits) < 0.13
     assert split_of("x", test_share=0.0) == "train" and split_of("x", test_share=1.0) == "test"

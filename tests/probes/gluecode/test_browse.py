@@ -102,3 +102,16 @@ def test_context_frame_takes_each_tasks_main_metric_and_its_baseline():
     assert frame[["task", "context", "value"]].values.tolist() == [["OPS", "function", 0.7], ["NAME", "function", 0.3],
                                                                     ["NAME", "file", 0.5]]
     assert frame["baseline"].iloc[0] == 0.1 and math.isnan(frame["baseline"].iloc[1])
+
+
+def test_every_tasks_main_metric_is_one_the_accuracy_table_writes():
+    """The one task -> metric map (browse.MAIN_METRIC) names metrics accuracy_table really writes: a task whose
+    entry named another metric (runs.TASK_METRIC said "exact match" for CALL and NULL) would vanish from the table."""
+    from probes.gluecode.browse import MAIN_METRIC
+    from probes.gluecode.items import TASKS
+    from probes.gluecode.zeroshot import accuracy_table
+
+    preds = [pred(task, "a", "a", mode="generate" if task in ("NAME", "CALL") else "rank") for task in TASKS]
+    frame = context_frame(accuracy_table(preds))
+    assert set(MAIN_METRIC) == set(TASKS)
+    assert sorted(frame["task"]) == sorted(TASKS)

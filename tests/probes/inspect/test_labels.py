@@ -150,7 +150,7 @@ def test_code_structures_and_decision_points():
 
 
 def test_decision_points_match_lizard_on_flat_function():
-    from asc.causal import cyclomatic_complexity
+    from asc.complexity import complexity_of_source
 
     code = src("""
         def f(a, b):
@@ -164,7 +164,7 @@ def test_decision_points_match_lizard_on_flat_function():
             return 0
     """)
     assert L.decision_points(code) == 6
-    assert cyclomatic_complexity(code) == L.decision_points(code) + 1
+    assert complexity_of_source(code) == L.decision_points(code) + 1
 
 
 def test_code_tokens_and_len_bins():

@@ -1,0 +1,39 @@
+"""Cached glueCode task sets and predictions, re-read when a run writes more.
+
+Each loader is a ``st.cache_resource`` keyed by the :func:`~ui.cache.stamp.change_stamp` of the files it reads,
+so a run in progress (it rewrites its prediction file after every chunk) shows at the next rerun.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from ui.cache.stamp import change_stamp
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _gluecode_predictions(path: str, task_set: str, stamp: str) -> list:
+    from probes.gluecode.runs import load_predictions
+
+    return load_predictions(path, task_set)
+
+
+def gluecode_predictions(path: Path, task_set: str) -> list:
+    """Every glueCode prediction of one task set under ``path`` (all models, tasks, levels), re-read when one
+    of its prediction files changes."""
+    files = [p for p in path.glob(f"*/{task_set}/*-*.jsonl") if p.parts[-3] != "tasks"] if path.is_dir() else []
+    return _gluecode_predictions(str(path), task_set, change_stamp(files))
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _gluecode_items(path: str, stamp: str) -> dict:
+    from probes.gluecode.runs import load_task_sets
+
+    return load_task_sets(path)
+
+
+def gluecode_items(path: Path) -> dict:
+    """The glueCode task sets under ``path``: ``{set name: {task: items}}``, re-read when a task file changes."""
+    return _gluecode_items(str(path), change_stamp((path / "tasks").glob("*/*.jsonl")))
