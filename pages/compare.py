@@ -17,6 +17,7 @@ from asc import paths as asc_paths
 from asc.explain import compare_snippet
 from asc.export import csv_text
 from asc.viz import figure_html, tree_figure
+from asc.viz.tables import shown
 from ui import cache, charts, gate, guards, widgets
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
@@ -71,10 +72,12 @@ if comp is None:
 exs = comp.explanations
 summary = {m: {"cross-entropy": ex.loss, "perplexity": ex.perplexity, "tokens": ex.scores.n_tokens,
                **ex.category_values} for m, ex in zip(comp.models, exs)}
-table = pd.DataFrame(summary).T
-st.dataframe(table, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                                       for c in table.columns if c != "tokens"})
-st.caption(f"{exs[0].tree.n_nodes} AST nodes shared by all models; tokens differ per tokenizer.")
+# a row per measure, a column per model: as narrow as the models are few, however many categories there are
+table = pd.DataFrame([[k, *(summary[m][k] for m in comp.models)] for k in summary[comp.models[0]]],
+                     columns=["measure", *comp.models], dtype=object)  # object: token counts stay integers
+st.dataframe(shown(table, comp.models, missing="absent"), hide_index=True, width="stretch")
+st.caption(f"{exs[0].tree.n_nodes} AST nodes shared by all models; tokens differ per tokenizer; 'absent': no "
+           "node of that category in the snippet.")
 
 view = st.radio("Tree", ["partial", "complete"], horizontal=True, key="cmp_view",
                 format_func={"partial": "Partial AST (named nodes)", "complete": "Complete AST"}.get)

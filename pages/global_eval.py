@@ -119,7 +119,7 @@ types = [type_table(run, label) for run, label in zip(runs, labels)]
 types_all = pd.concat(types, ignore_index=True)
 type_cat = d2.selectbox("Node types behind", categories, key="type_cat")
 behind = types_all[types_all["category"] == type_cat].drop(columns=["category"] + (["model"] if len(runs) == 1 else []))
-d2.dataframe(behind, hide_index=True, width="stretch", key="types_behind",  # the category: chosen above
+st.dataframe(behind, hide_index=True, width="stretch", key="types_behind",  # the main column's width: half is too narrow
              column_config={"median": st.column_config.NumberColumn(format="%.3f", width=60),
                             "mean": st.column_config.NumberColumn(format="%.3f", width=60),
                             "nodes": st.column_config.NumberColumn(width=55),
@@ -138,12 +138,11 @@ if len(runs) >= 2:
     diff_cat = difference_table(runs[a], runs[b], "category")
     diff_type = difference_table(runs[a], runs[b], "type")
     diff_fig = difference_bars(diff_type, label="type")
-    t1, t2 = st.columns(2)
-    t1.dataframe(shown(diff_cat.drop(columns=["model_a", "model_b"]),
+    st.dataframe(shown(diff_cat.drop(columns=["model_a", "model_b"]),  # the models: chosen above
                        ["median_a", "median_b", "difference", "nodes_a", "nodes_b"]),
-                 hide_index=True, width="stretch", key="diff_table")  # the models: chosen above
-    t1.caption("_a: model A, _b: model B; 'absent': no node of that category in that model's corpus.")
-    t2.plotly_chart(diff_fig, key="diff_bars")
+                 hide_index=True, width="stretch", key="diff_table")  # the main column's width: half is too narrow
+    st.caption("_a: model A, _b: model B; 'absent': no node of that category in that model's corpus.")
+    st.plotly_chart(diff_fig, key="diff_bars")
 
 st.subheader("Per layer (logit lens)")
 layer_tables = [t for t in (cache.layer_summary(f, label) for f, label in zip(chosen, labels)) if t is not None]
