@@ -33,7 +33,15 @@ from asc.explain import Explanation, check_source, explain_scored
 from asc.models import ModelBundle
 from asc.scores import encode, score_ids
 
-__all__ = ["Completion", "complete", "explain_completion", "function_end"]
+__all__ = ["STOP_REASONS", "Completion", "complete", "explain_completion", "first_lines", "function_end",
+           "stop_message"]
+
+STOP_REASONS = {  # why generation stopped, in words (Completion.stop_reason)
+    "function_end": "the function was complete (the model went on past its end)",
+    "eos": "the model wrote its end-of-text token",
+    "max_new_tokens": "the limit of new tokens was reached",
+}
+FEW_TOKENS = 8  # a completion this short looks as if nothing happened: stop_message says what to do
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,31 @@ class Completion:
         mask = np.zeros(len(self.ids), dtype=bool)
         mask[self.n_prompt:] = True
         return mask
+
+
+def stop_message(completion: Completion, max_new_tokens: int | None = None) -> str:
+    """How many tokens the model wrote and why it stopped (:data:`STOP_REASONS`), in a sentence; a short completion
+    of a finished function adds what to do (a prompt that leaves the model something to write: :func:`first_lines`)."""
+    n = len(completion.ids) - completion.n_prompt
+    why = STOP_REASONS.get(completion.stop_reason, completion.stop_reason)
+    if completion.stop_reason == "max_new_tokens" and max_new_tokens is not None:
+        why = f"the limit of {max_new_tokens} new tokens was reached"
+    text = f"The model wrote {n} token{'s' if n != 1 else ''} and stopped: {why}."
+    if completion.stop_reason == "function_end" and n < FEW_TOKENS:
+        text += (" The code was already a whole function: keep only its first lines (its signature and first "
+                 "statement) and complete again to see the model write the rest.")
+    return text
+
+
+def first_lines(code: str, n: int = 2) -> str:
+    """The first ``n`` non-blank lines of ``code`` (each with its newline): a prompt that leaves the model the rest
+    of the function to write (a function's signature and its first statement, for ``n=2``)."""
+    kept: list[str] = []
+    for line in code.splitlines(keepends=True):
+        kept.append(line if line.endswith("\n") else line + "\n")
+        if sum(1 for k in kept if k.strip()) >= n:
+            break
+    return "".join(kept)
 
 
 def function_end(prompt: str, completion: str, language: str = "python") -> int | None:

@@ -17,7 +17,7 @@ from asc.viz import figure_html
 from probes.codesyntax.attention import attention_job, attention_runs, relation_table
 from probes.codesyntax.heads import METRICS
 from probes.figures import attention_map, edge_example_html, head_heatmap
-from ui import access, cache, gate, guards, jobs, widgets
+from ui import access, cache, charts, gate, guards, jobs, widgets
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
@@ -127,9 +127,8 @@ matrix = word_attn[int(layer), int(head)]  # only this head's matrix goes to the
 edges = list(sample.relns[relation])
 fig = attention_map(matrix, sample.tokens, edges, run.scores.causal,
                     f"{run.model} layer {layer} head {head}: {relation} (circles: gold edges)")
-box = st.container(key="treebox_attention")  # scrolls sideways at the figure's pixel width (widgets.style)
-box.html(widgets.wide_chart_css("at_map", fig.layout.width))
-box.plotly_chart(fig, key="at_map", width=int(fig.layout.width))
+charts.fit_square(fig, charts.MAIN_PX)
+charts.panel_chart(st, fig, "at_map", "treebox_attention", charts.MAIN_PX)  # at most the panel's width
 edge_i = st.selectbox("Edge", range(len(edges)), key=f"at_edge_{relation}_{pick}", format_func=lambda i: (
     f"{sample.tokens[edges[i][0]]!r} → {' '.join(sample.tokens[edges[i][1]:edges[i][2] + 1])[:50]!r}"))
 h, s, _ = edges[edge_i]

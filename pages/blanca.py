@@ -49,8 +49,9 @@ with st.expander("Run tasks", expanded=not sets):
     models = widgets.model_picker(c1, "Models", embedded_names(), jobs.demo_models(JobKind.BLANCA), "bl",
                                   help="Sentence encoders (MiniLM) embed with their own pooling; decoders with the "
                                        "mean of their last layer's token states.")
-    tasks = c2.multiselect("Tasks", BLANCA_TASKS, default=list(BLANCA_TASKS), key="bl_tasks",
-                           format_func=lambda t: f"{t}: {BLANCA_TASK_TITLES[t]}")
+    tasks = c2.multiselect("Tasks", BLANCA_TASKS, default=list(BLANCA_TASKS), key="bl_tasks",  # chips: names alone fit
+                           help="; ".join(f"{t}: {BLANCA_TASK_TITLES[t]}" for t in BLANCA_TASKS))
+    c2.caption(" · ".join(f"{t}: {BLANCA_TASK_TITLES[t]}" for t in BLANCA_TASKS))
     seed = st.number_input("Seed", 0, 2**31 - 1, 0, key="bl_seed",
                            help="item sampling of the task set (built once as stdlib-seed<seed>) and the bootstrap")
     if st.button("Start", type="primary", key="bl_start"):

@@ -8,10 +8,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from asc.causal import CONFOUNDERS, REFUTE_SAMPLE
+from asc.causal import REFUTE_SAMPLE
 from asc.corpus.jobs import JobKind
 from asc.export import csv_text
 from asc.viz import causal_graph_figure, figure_html, treatment_scatter
+from asc.viz.causal import table2_views
 from ui import cache, gate, guards, jobs
 from ui.widgets import plain
 
@@ -52,28 +53,24 @@ for path in chosen:
     table, result = cache.causal_result(path, int(min_n), int(sims), int(seed), int(refute_n))
     results[titles[path].split(" · ")[0] + f" · {path.name}"] = (table, result)
 
-cols = ["treatment", "n", *[f"r_{z}" for z in CONFOUNDERS], "r_loss", "p_loss", "ate", "ci_low", "ci_high",
-        "placebo", "random_cause", "subset", "status"]
-frames = []
-for label, (_, result) in results.items():
-    shown = result[[c for c in cols if c in result.columns]].copy()
-    shown.insert(0, "model", label)
-    frames.append(shown)
 st.subheader("Table II")
-if len(results) == 2:  # side by side: one column block per model
-    a, b = (f.set_index("treatment").drop(columns="model") for f in frames)
-    view = a.join(b, lsuffix=" · A", rsuffix=" · B").reset_index()
+if len(results) == 2:  # the two models' rows next to each other, marked A and B
     st.caption(f"A = {plain(list(results)[0])}, B = {plain(list(results)[1])}")  # run titles: typed by users
-else:
-    view = frames[0].drop(columns="model")
-st.dataframe(view, hide_index=True, width="stretch",
-             column_config={c: st.column_config.NumberColumn(format="%.3f") for c in view.columns
-                            if c.startswith(("r_", "p_", "ate", "ci_"))})
+correlations, effects = table2_views({"AB"[k] if len(results) == 2 else label: result
+                                      for k, (label, (_, result)) in enumerate(results.items())})
+wide = {"treatment": st.column_config.TextColumn(width="medium")}
+st.markdown("**Correlations** (Pearson r of the treatment with each confounder and with the loss)")
+st.dataframe(correlations, hide_index=True, width="stretch", key="causal_r", column_config=wide)
+st.markdown("**Average treatment effect on the loss, and the refuters' verdicts**")
+st.dataframe(effects, hide_index=True, width="stretch", key="causal_ate", column_config=wide)
 st.caption("r: Pearson correlation of the treatment with each confounder and with the loss; ATE: change of the "
            "loss (nats/token) when the concept's value goes from 0 to 1, with its 95% interval. Verdicts: placebo "
            "(treatment permuted) should give ~0; a random common cause and random 80% subsets should leave the "
            f"effect unchanged. For a concept in more than {REFUTE_SAMPLE:,} snippets the refuters check the effect "
-           "re-estimated on a seeded subsample of that size (refute_n, refute_ate); the ATE uses every snippet.")
+           "re-estimated on a seeded subsample of that size (refute_n, refute_ate, in the CSV); the ATE uses every "
+           f"snippet. A cell without a value says why: absent (no snippet has the concept), too few (fewer than "
+           f"{int(min_n)} snippets have it: the minimum above), constant (one value in every snippet: nothing to "
+           "compare), undefined (a correlation with a confounder that does not vary).")
 
 g1, g2 = st.columns(2)
 graph = causal_graph_figure()

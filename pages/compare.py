@@ -17,7 +17,8 @@ from asc import paths as asc_paths
 from asc.explain import compare_snippet
 from asc.export import csv_text
 from asc.viz import figure_html, tree_figure
-from ui import cache, gate, guards, widgets
+from asc.viz.tables import shown
+from ui import cache, charts, gate, guards, widgets
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
@@ -71,21 +72,21 @@ if comp is None:
 exs = comp.explanations
 summary = {m: {"cross-entropy": ex.loss, "perplexity": ex.perplexity, "tokens": ex.scores.n_tokens,
                **ex.category_values} for m, ex in zip(comp.models, exs)}
-table = pd.DataFrame(summary).T
-st.dataframe(table, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                                       for c in table.columns if c != "tokens"})
-st.caption(f"{exs[0].tree.n_nodes} AST nodes shared by all models; tokens differ per tokenizer.")
+# a row per measure, a column per model: as narrow as the models are few, however many categories there are
+table = pd.DataFrame([[k, *(summary[m][k] for m in comp.models)] for k in summary[comp.models[0]]],
+                     columns=["measure", *comp.models], dtype=object)  # object: token counts stay integers
+st.dataframe(shown(table, comp.models, missing="absent"), hide_index=True, width="stretch")
+st.caption(f"{exs[0].tree.n_nodes} AST nodes shared by all models; tokens differ per tokenizer; 'absent': no "
+           "node of that category in the snippet.")
 
 view = st.radio("Tree", ["partial", "complete"], horizontal=True, key="cmp_view",
                 format_func={"partial": "Partial AST (named nodes)", "complete": "Complete AST"}.get)
-cols = st.columns(len(exs))
-trees = []
-for col, model, ex in zip(cols, comp.models, exs):
-    fig = tree_figure(ex, view, collapse_unary=True, title=f"{model}: loss {ex.loss:.3f}")
+trees = []  # one above the other, each the main column's width: side by side, no tree fits half of it
+for model, ex in zip(comp.models, exs):
+    fig = tree_figure(ex, view, collapse_unary=True, title=f"{model}: loss {ex.loss:.3f}", max_width=charts.MAIN_PX)
     trees.append(fig)
-    box = col.container(key=f"cmpbox_{len(trees)}")
-    box.html(widgets.wide_chart_css(f"cmptree_{len(trees)}", fig.layout.width, box=f"cmpbox_{len(trees)}"))
-    box.plotly_chart(fig, key=f"cmptree_{len(trees)}", width=int(fig.layout.width))
+    charts.panel_chart(st, fig, f"cmptree_{len(trees)}", f"cmpbox_{len(trees)}", charts.MAIN_PX,
+                      config={"displaylogo": False})
 
 st.subheader("Difference")
 a_col, b_col = st.columns(2)
@@ -96,10 +97,8 @@ label = f"{comp.models[a]} − {comp.models[b]}"
 # a symmetric scale fitted to the largest difference (at least +-0.2), so small gaps stay visible
 span = max(0.2, float(np.ceil(np.nanmax(np.abs(diff), initial=0.0) * 10) / 10))
 diff_fig = tree_figure(exs[a], view, collapse_unary=True, values=diff, colorscale="RdBu", cmin=-span, cmax=span,
-                       value_label=label, title=f"difference tree: {label} (scale ±{span:g})")
-box = st.container(key="cmpbox_diff")
-box.html(widgets.wide_chart_css("cmptree_diff", diff_fig.layout.width, box="cmpbox_diff"))
-box.plotly_chart(diff_fig, key="cmptree_diff", width=int(diff_fig.layout.width))
+                       value_label=label, title=f"difference tree: {label} (scale ±{span:g})", max_width=charts.MAIN_PX)
+charts.panel_chart(st, diff_fig, "cmptree_diff", "cmpbox_diff", charts.MAIN_PX, config={"displaylogo": False})
 worst = comp.disagreements(a, b, k=15)
 st.markdown("**Nodes where they disagree most**")
 st.dataframe(worst, hide_index=True, width="stretch")

@@ -22,6 +22,7 @@ from asc.export import csv_text
 from asc.viz import category_bars, concept_treemap, difference_bars, figure_html, styled_table, value_distribution
 from asc.viz.forks import fork_bars
 from asc.viz.layers import depth_curves, layer_heatmap
+from asc.viz.tables import shown
 from ui import access, cache, gate, guards, jobs, widgets
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
@@ -99,12 +100,13 @@ with st.spinner("Bootstrapping..."):
 wide = wide_table(summary)
 
 st.subheader("AsC-Eval per model (Table I)")
-st.dataframe(styled_table(wide, threshold), hide_index=True, width="stretch")
-st.caption(f"Bootstrapped median of node values ({n_boot} resamples of {method}s, seed {seed}; medians within "
-           f"0.5e-4 of the exact ones); red below {threshold:g}, blue at or above; 'absent': no node of that "
-           "category in the corpus.")
+table1 = styled_table(wide, threshold)
+st.dataframe(table1, hide_index=True, width="stretch", key="table1", height=35 * (len(table1.data) + 1) + 3)  # no scroll
+st.caption(f"A row per category, a column per run. Bootstrapped median of node values ({n_boot} resamples of "
+           f"{method}s, seed {seed}; medians within 0.5e-4 of the exact ones); red below {threshold:g}, blue at or "
+           "above; 'absent': no node of that category in the corpus.")
 with st.expander("Intervals and counts (long table)"):
-    st.dataframe(summary, hide_index=True, width="stretch")
+    st.dataframe(shown(summary, ["median", "ci_low", "ci_high", "boot_std"]), hide_index=True, width="stretch")
 bars = category_bars(summary, threshold)
 st.plotly_chart(bars, key="bars")
 
@@ -116,10 +118,14 @@ d1.plotly_chart(dist, key="dist")
 types = [type_table(run, label) for run, label in zip(runs, labels)]
 types_all = pd.concat(types, ignore_index=True)
 type_cat = d2.selectbox("Node types behind", categories, key="type_cat")
-d2.dataframe(types_all[types_all["category"] == type_cat], hide_index=True, width="stretch",
-             column_config={"median": st.column_config.NumberColumn(format="%.3f"),
-                            "mean": st.column_config.NumberColumn(format="%.3f"),
-                            "share": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f")})
+behind = types_all[types_all["category"] == type_cat].drop(columns=["category"] + (["model"] if len(runs) == 1 else []))
+st.dataframe(behind, hide_index=True, width="stretch", key="types_behind",  # the main column's width: half is too narrow
+             column_config={"median": st.column_config.NumberColumn(format="%.3f", width=60),
+                            "mean": st.column_config.NumberColumn(format="%.3f", width=60),
+                            "nodes": st.column_config.NumberColumn(width=55),
+                            "snippets": st.column_config.NumberColumn(width=65),
+                            "share": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f",
+                                                                     width=80)})
 treemap = concept_treemap(types_all)
 st.plotly_chart(treemap, key="treemap")
 
@@ -132,9 +138,11 @@ if len(runs) >= 2:
     diff_cat = difference_table(runs[a], runs[b], "category")
     diff_type = difference_table(runs[a], runs[b], "type")
     diff_fig = difference_bars(diff_type, label="type")
-    t1, t2 = st.columns([2, 3])
-    t1.dataframe(diff_cat, hide_index=True, width="stretch")
-    t2.plotly_chart(diff_fig, key="diff_bars")
+    st.dataframe(shown(diff_cat.drop(columns=["model_a", "model_b"]),  # the models: chosen above
+                       ["median_a", "median_b", "difference", "nodes_a", "nodes_b"]),
+                 hide_index=True, width="stretch", key="diff_table")  # the main column's width: half is too narrow
+    st.caption("_a: model A, _b: model B; 'absent': no node of that category in that model's corpus.")
+    st.plotly_chart(diff_fig, key="diff_bars")
 
 st.subheader("Per layer (logit lens)")
 layer_tables = [t for t in (cache.layer_summary(f, label) for f, label in zip(chosen, labels)) if t is not None]

@@ -14,15 +14,18 @@ from asc import paths as asc_paths
 from asc.corpus.jobs import JobKind
 from asc.export import csv_text
 from asc.viz import figure_html, sequence_html, tree_figure
+from asc.viz.tables import shown as shown_table
 from probes.gluecode.browse import CONFUSION_TASKS, answered, candidate_table, confusion, context_frame, mistakes
 from probes.gluecode.figures import CONTEXT_LABELS, candidates_figure, confusion_figure, context_figure
 from probes.gluecode.items import CONTEXTS, NO_WARNING, TASK_SUMMARY, TASKS
 from probes.gluecode.runs import gluecode_job, table2
 from probes.gluecode.zeroshot import accuracy_table, baselines, predictions_frame
-from ui import cache, gate, guards, jobs, widgets
+from ui import cache, charts, gate, guards, jobs, widgets
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
+DEFAULT_CORPUS = "algorithms"  # the form's corpus and the shell command under "No glueCode results yet" agree
+SIZES = [100, 300, 1000]  # items per task; the first is the form's default
 NULL_CAVEAT = ("NullToken labels mean *the type checker (mypy) warns here*, not proven bugs: mypy follows declared "
                "types, not execution paths.")
 
@@ -40,14 +43,16 @@ with st.expander("Run tasks", expanded=not sets):
     c1, c2 = st.columns([3, 2])
     models = widgets.model_picker(c1, "Models", embedded_names(), [asc_paths.default_model()], "gc",
                                   help="Decoders only: answers are ranked by the model's next-token likelihood.")
-    tasks = c2.multiselect("Tasks", TASKS, default=list(TASKS), key="gc_tasks",
-                           format_func=lambda t: f"{t}: {TASK_SUMMARY[t]}")
+    tasks = c2.multiselect("Tasks", TASKS, default=list(TASKS), key="gc_tasks",  # chips: the names alone fit
+                           help="; ".join(f"{t}: {TASK_SUMMARY[t]}" for t in TASKS))
+    c2.caption(" · ".join(f"{t}: {TASK_SUMMARY[t]}" for t in TASKS))
     d1, d2, d3, d4 = st.columns(4)
-    corpus = d1.selectbox("Corpus", [*BUILTIN_CORPORA[::-1]], key="gc_corpus",
-                          help="Python functions the tasks are built from (stdlib gives the most items).")
+    corpus = d1.selectbox("Corpus", list(BUILTIN_CORPORA), index=BUILTIN_CORPORA.index(DEFAULT_CORPUS), key="gc_corpus",
+                          help="Python functions the tasks are built from: algorithms is small and quick (a package, "
+                               "so the file and call-graph levels have context); stdlib gives the most items.")
     contexts = d2.multiselect("Context levels", CONTEXTS, default=list(CONTEXTS), key="gc_contexts",
                               format_func=CONTEXT_LABELS.get)
-    size = d3.selectbox("Items per task", [100, 300, 1000], key="gc_size",
+    size = d3.selectbox("Items per task", SIZES, key="gc_size",
                         help="dev and test together (half each); only test items are answered. On a 2-core CPU "
                              "SmolLM2 takes about 6 s per item for the five tasks at the function level, 3x that "
                              "with the file.")
@@ -71,8 +76,8 @@ job_panel()
 
 if not sets:
     jobs.no_results(JobKind.GLUECODE, "gluecode", "No glueCode results yet: run the small demo below, start a run "
-                    "above, or from a shell: `.venv/bin/python -m probes gluecode --model smollm2-135m --corpus "
-                    "algorithms --size 100 --out runs/gluecode`.")
+                    "above (its defaults), or from a shell: `.venv/bin/python -m probes gluecode --model smollm2-135m "
+                    f"--corpus {DEFAULT_CORPUS} --size {SIZES[0]} --out runs/gluecode`.")
     st.stop()
 
 shown = st.selectbox("Task set", list(sets), key="gc_show_set", help="corpus-items per task-seed") if len(
@@ -94,10 +99,10 @@ table_tab, context_tab, confusion_tab, items_tab = st.tabs(["Table 2", "By conte
                                                             "Items"])
 with table_tab:
     wide = table2(accuracy)
-    st.dataframe(wide, hide_index=True, width="stretch",
-                 column_config={t: st.column_config.NumberColumn(format="%.3f") for t in TASKS})
+    st.dataframe(shown_table(wide, TASKS, missing="no answers"), hide_index=True, width="stretch", key="gc_table2")
     st.caption("Test split. NAME: character-level BLEU of the generated name; the others: accuracy (exact match); "
-               "items that do not fit the window at a level are skipped there (counted in the full table). "
+               "items that do not fit the window at a level are skipped there (counted in the full table); 'no "
+               "answers': the model has not answered that task at that level (not run, or every item skipped). "
                "Rows named *paper:* are glueCode's Table 2: Java, models fine-tuned on each task; ours are Python "
                "and zero-shot, so they are a reference point, not a race. " + NULL_CAVEAT)
     st.markdown("**Trivial baselines** (fitted on the dev split, scored on test)")
@@ -229,7 +234,5 @@ with items_tab:
                 st.caption(f"Outlined: node {node}, `{ex.tree.type[node]}`, the smallest node holding the answer; "
                            f"AsC-Eval {ex.values[node]:.3f}.")
             st.html(sequence_html(ex, selected=None if itask == "NPATH" else node))  # NPATH: the whole function
-            tree = tree_figure(ex, "partial", collapse_unary=True, selected=node)
-            box = st.container(key="gc_treebox")
-            box.html(widgets.wide_chart_css("gc_tree", tree.layout.width))
-            box.plotly_chart(tree, key="gc_tree", width=int(tree.layout.width), config={"displaylogo": False})
+            tree = tree_figure(ex, "partial", collapse_unary=True, selected=node, max_width=charts.MAIN_PX)
+            charts.panel_chart(st, tree, "gc_tree", "gc_treebox", charts.MAIN_PX, config={"displaylogo": False})

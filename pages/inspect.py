@@ -15,8 +15,10 @@ import streamlit as st
 from asc import AscError
 from asc.explain import check_source
 from asc.export import csv_text
+from asc.generate import FEW_TOKENS, first_lines, stop_message
 from asc.viz import category_figure, figure_html, sequence_html, standalone_html, tree_figure
-from ui import branches_view, cache, depth_view, gate, guards, widgets
+from asc.viz.tables import token_table, weakest_table
+from ui import branches_view, cache, charts, depth_view, gate, guards, widgets
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
@@ -49,6 +51,10 @@ with left:
         except AscError as err:
             st.error(widgets.plain(str(err)))  # the browser's file name is the visitor's text
     code = st.text_area("Code", key="code", height=280)
+    st.button("Keep the first 2 lines (a prompt for Complete)", key="to_prompt",
+              on_click=lambda: st.session_state.update(code=first_lines(st.session_state["code"])),
+              help="A whole function leaves the model nothing to write: Complete stops at once. Its signature and "
+                   "first statement leave it the rest.")
 with right:
     max_new = st.slider("New tokens for Complete", 8, 256, 64, step=8, key="max_new")
     with st.expander("Sampling (greedy by default)"):
@@ -110,14 +116,23 @@ m[1].metric("Perplexity", f"{ex.perplexity:.2f}")
 m[2].metric("Tokens", ex.scores.n_tokens if n_prompt is None else f"{n_prompt} + {ex.scores.n_tokens - n_prompt}")
 m[3].metric("AST nodes", ex.tree.n_nodes)
 if n_prompt is not None:
-    st.caption("Generated tokens are underlined, after the black bar; generation stopped at: "
-               f"{opened.completion.stop_reason if opened else result['stop']}.")
-s1, s2 = st.columns([3, 2])
+    completion = opened.completion if opened else result["comp"]
+    stopped = stop_message(completion, (result.get("decoding") or {}).get("max_new_tokens"))
+    if completion.stop_reason == "function_end" and len(completion.ids) - completion.n_prompt < FEW_TOKENS:
+        st.info(stopped)  # looks as if nothing happened: say why, and what to do
+    else:
+        st.caption(stopped)
+    st.caption("Generated tokens are underlined, after the black bar.")
+s1, s2 = st.columns(2)
 s1.plotly_chart(category_figure(ex.category_values), key="categories")
 with s2:
     st.markdown("**Least confident nodes**")
-    st.dataframe(ex.weakest_nodes(6), hide_index=True, width="stretch",
-                 column_config={"value": st.column_config.NumberColumn(format="%.3f")})
+    st.dataframe(weakest_table(ex, 6), hide_index=True, width="stretch", key="weakest",
+                 column_config={"node": st.column_config.NumberColumn(width=45),
+                                "text": st.column_config.TextColumn(width=130, help="the node's source text"),
+                                "type": st.column_config.TextColumn(width=85),
+                                "category": st.column_config.TextColumn(width=120),
+                                "value": st.column_config.TextColumn(width=55)})
 
 layers = depth_view.load({**result, "ex": ex, "n_prompt": n_prompt}, settings)
 fork_cfg = branches_view.fork_settings()
@@ -144,12 +159,12 @@ def views() -> None:
     tabs = st.tabs(["Partial AST (named nodes)", "Complete AST (all nodes)"])
     for tab, view in zip(tabs, ("partial", "complete")):
         fig = tree_figure(shown, view, max_depth=fold or None, collapse_unary=collapse, selected=selected,
+                          max_width=charts.MAIN_PX,
                           **({"value_label": None if layer is None else f"value ({ex.aggregate}), layer {layer}"}
                              | colours))
-        box = tab.container(key=f"treebox_{view}")  # scrolls sideways: the figure keeps its pixel width
-        box.html(widgets.wide_chart_css(f"tree_{view}", fig.layout.width))
-        event = box.plotly_chart(fig, key=f"tree_{view}", on_select="rerun", selection_mode="points", width=int(fig.layout.width),
-                                 config={"scrollZoom": True, "displaylogo": False})
+        event = charts.panel_chart(tab, fig, f"tree_{view}", f"treebox_{view}", charts.MAIN_PX,
+                                  ", or fold it below a depth (above)", on_select="rerun", selection_mode="points",
+                                  config={"scrollZoom": True, "displaylogo": False})
         points = event.selection.points if event and event.selection else []
         if points and points[0].get("customdata") is not None:
             clicked = int(points[0]["customdata"])
@@ -171,8 +186,10 @@ def views() -> None:
                     + (" · ERROR" if t.is_error[selected] else "") + (" · MISSING" if t.is_missing[selected] else ""))
         d1, d2 = st.columns([2, 3])
         d1.code(t.text(selected) or "(empty)", language=t.language)
-        d2.dataframe(shown.node_tokens(selected)[["index", "text", "prob", "rank", "entropy", "top"]], hide_index=True,
-                     width="stretch")
+        d2.dataframe(token_table(shown, selected), hide_index=True, width="stretch", key="node_tokens",
+                     column_config={"index": st.column_config.NumberColumn(width=50)} | {
+                         c: st.column_config.TextColumn(width=w) for c, w in (("token", 90), ("p", 60), ("rank", 45),
+                                                                              ("entropy", 60))})
     else:
         st.caption("Click a node in a tree (or pick one above) to see its tokens and outline them in the sequence view.")
     if layers is not None and layer is not None:

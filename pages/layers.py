@@ -36,7 +36,7 @@ with st.expander("Run probes", expanded=not cache.probe_results(folder)):
     models = widgets.model_picker(c1, "Models", embedded_names(), [asc_paths.default_model(), "minilm-l6"], "lp",
                              help="Decoders are summarised by their last token, encoders by [CLS] (change below).")
     tasks = c2.multiselect("Tasks", LAYER_TASKS, default=["KTX", "IDN", "LEN", "TYP", "CPX"], key="lp_tasks",
-                           format_func=lambda t: f"{t}: {LAYER_TASK_INFO[t]}")
+                           help="; ".join(f"{t}: {LAYER_TASK_INFO[t]}" for t in LAYER_TASKS))  # chips: names alone fit
     uploads = c2.file_uploader("INSPECT task files (split<TAB>label<TAB>text), .tsv or .txt",  # names: upload_name
                                accept_multiple_files=True, key="lp_files",
                                max_upload_size=MAX_TASK_FILE_BYTES // 2**20)

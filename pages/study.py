@@ -12,7 +12,7 @@ import streamlit as st
 from asc import AscError
 from asc.study.frozen import frozen_explanation
 from asc.viz import sequence_html, tree_figure
-from ui import gate, widgets
+from ui import charts, gate
 from ui import study as ui_study
 
 gate.enter(study=True)  # first: the password, the token, the study's pages (ui.gate)
@@ -109,10 +109,8 @@ elif state.step == "sample":
         st.html(sequence_html(ex, n_prompt=n_prompt))
     elif view in ("partial", "complete"):
         st.markdown("The code's syntax tree, each node colored by the model's confidence (red: low, blue: high):")
-        fig = tree_figure(ex, view)
-        box = st.container(key="treebox_study")
-        box.html(widgets.wide_chart_css("study_tree", fig.layout.width))
-        box.plotly_chart(fig, key="study_tree", width=int(fig.layout.width), config={"displaylogo": False})
+        fig = tree_figure(ex, view, max_width=charts.STUDY_PX)
+        charts.panel_chart(st, fig, "study_tree", "treebox_study", charts.STUDY_PX, config={"displaylogo": False})
     with st.form(f"ratings_{sample.id}"):
         answers = {}
         for q in definition.ratings:

@@ -31,7 +31,8 @@ from asc.forks import ForkPoints, ForkSettings, fork_points, most_uncertain, nod
 from asc.humaneval_check import confidence_split, find_problem
 from asc.treediff import ast_diff
 from asc.viz import branch_compare_figures, branch_tree_figure, figure_html
-from ui import access, cache, widgets
+from asc.viz.html import visible_whitespace
+from ui import access, cache, charts, widgets
 
 FORK_HELP = ("A fork point is a token where the model hesitated: the margin between its first and second choice "
              "is below the first threshold (default 0.1: nearly a coin flip), or the entropy of its prediction "
@@ -109,8 +110,10 @@ def open_picker(tree: BranchTree | None) -> BranchNode | None:
     if node.branch is not None:
         br = node.branch
         how = f"the model's choice {br.forced_rank}" if br.forced_rank else "typed"
-        st.caption(f"Branch {node.id}: {br.forced_text!r} forced at token {br.fork_index} ({how}, "
-                   f"p={_fmt(br.forced_prob, 4)}) instead of {tree.replaced_text(node.id)!r}; mean AsC-Eval from the "
+        replaced = tree.replaced_text(node.id)
+        st.caption(f"Branch {node.id}: {widgets.plain(_shown(br.forced_text))} forced at token {br.fork_index} ({how}, "
+                   f"p={_fmt(br.forced_prob, 4)}) instead of {widgets.plain(_shown(replaced)) if replaced else '(end)'}; "
+                   "mean AsC-Eval from the "
                    f"fork on {_fmt(node.mean_value)}; parses: {'yes' if node.parses else 'no'}.")
     return node
 
@@ -124,18 +127,27 @@ def tree_json(tree: BranchTree) -> str:
     return json.dumps(tree.to_dict(), ensure_ascii=False, allow_nan=False)
 
 
+def _shown(text: str) -> str:
+    """A token as a label shows it: quoted, whitespace visible (``'⏎····'``: a label would collapse it)."""
+    return f"'{visible_whitespace(text)}'"
+
+
 def _token_label(ex: Explanation, i: int, forks: ForkPoints | None) -> str:
     s = ex.scores
     p = s.prob[i]
     mark = " · fork" if forks is not None and forks.is_fork[i] else ""
-    return f"{i}: {s.text[i]!r}" + ("" if math.isnan(p) else f" (p={p:.3f}{mark})")
+    return f"{i}: {_shown(s.text[i])}" + ("" if math.isnan(p) else f" (p={p:.3f}{mark})")
 
 
 def _default_at(node: BranchNode, forks: ForkPoints | None) -> int:
+    """The most uncertain fork point of the generated part whose token is not whitespace (where the model
+    hesitated between indentations, its alternatives look alike and a branch changes nothing visible)."""
     n = len(node.completion.ids)
     first = min(node.fork_index + (0 if node.branch is None else 1), n - 1)
-    best = most_uncertain(forks, 1, first=first) if forks is not None else []
-    return int(best[0]) if len(best) else max(1, first)
+    ranked = most_uncertain(forks, len(forks.indices), first=first) if forks is not None else []
+    text = node.explanation.scores.text
+    best = [int(i) for i in ranked if text[i].strip()] or [int(i) for i in ranked]
+    return best[0] if best else max(1, first)
 
 
 def _at_node_token() -> None:
@@ -153,7 +165,7 @@ def _alternatives(ex: Explanation, at: int) -> dict[int, str]:
     if math.isnan(s.prob[at]):
         return {}
     own = int(s.ids[at])
-    return {k + 1: f"{k + 1}. {t!r}  p={p:.3f}" + (" (this completion's)" if own == int(i) else "")
+    return {k + 1: f"{k + 1}. {_shown(t)}  p={p:.3f}" + (" (this completion's)" if own == int(i) else "")
             for k, (t, p, i) in enumerate(zip(s.top_text[at], s.top_probs[at], s.top_ids[at], strict=False))}
 
 
@@ -190,7 +202,7 @@ def _controls(result: dict, tree: BranchTree, node: BranchNode, fork_cfg: ForkSe
     left, right = st.columns([3, 2])
     at = left.selectbox(f"Branch {'the trunk' if node.branch is None else f'branch {node.id}'} at token", range(1, n),
                         key="br_at", format_func=lambda i: _token_label(ex, i, forks),
-                        help="Default: the most uncertain fork point of the generated part.")
+                        help="Default: the most uncertain fork point of the generated part that is not whitespace.")
     right.button("At the selected tree node's first token", on_click=_at_node_token, key="br_at_node")
     if msg := st.session_state.pop("br_msg", None):
         right.caption(msg)
@@ -271,20 +283,17 @@ def _compare(tree: BranchTree, node: BranchNode) -> tuple[Any, ...]:
         st.markdown(f"{len(diff.removed)} node(s) only in {names[0]}, {len(diff.added)} only in {names[1]}, "
                     f"{len(diff.changed)} changed. First divergence: {names[0]} {widgets.plain(where[0])} · "
                     f"{names[1]} {widgets.plain(where[1])}")
-    figs = branch_compare_figures(ea, eb, diff, view, names)
-    cols = st.columns(2)
-    for k, (col, fig) in enumerate(zip(cols, figs, strict=True)):
-        box = col.container(key=f"brbox_{k}")
-        box.html(widgets.wide_chart_css(f"br_cmp_tree_{k}", fig.layout.width, box=f"brbox_{k}"))
-        box.plotly_chart(fig, key=f"br_cmp_tree_{k}", width=int(fig.layout.width))
+    figs = branch_compare_figures(ea, eb, diff, view, names, max_width=charts.MAIN_PX)
+    for k, fig in enumerate(figs):  # one above the other: side by side, no tree fits half the main column
+        charts.panel_chart(st, fig, f"br_cmp_tree_{k}", f"brbox_{k}", charts.MAIN_PX, config={"displaylogo": False})
     table = diff_frame(ea, eb, diff, named_only=view == "partial")
     cats = category_frame(ea, eb, names)
-    d1, d2 = st.columns([3, 2])
-    d1.markdown("**Nodes that differ** (source order)")
-    d1.container(key="br_diff").dataframe(table, hide_index=True, width="stretch",
+    st.markdown("**Nodes that differ** (source order)")  # the main column's width: ten columns cut in 3/5 of it
+    st.container(key="br_diff").dataframe(table, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("value_a", "value_b")})
-    d2.markdown("**AsC-Eval per category**")
-    d2.dataframe(cats, hide_index=True, width="stretch",
+    d1, _ = st.columns([3, 2])
+    d1.markdown("**AsC-Eval per category**")
+    d1.dataframe(cats, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in (*names, "difference")})
     return table, figs, names
 

@@ -31,18 +31,9 @@ class Settings:
 
 
 def style() -> None:
-    """Small CSS touches: a monospace code editor; tree charts keep their width and scroll sideways."""
+    """Small CSS touches: a monospace code editor; tree charts keep their width and scroll sideways (ui.charts)."""
     st.html("<style>textarea{font-family:ui-monospace,Menlo,Consolas,monospace !important;font-size:13px}"
             "[class*='st-key-treebox_']{overflow-x:auto}</style>")
-
-
-def wide_chart_css(key: str, width: float, box: str | None = None) -> str:
-    """CSS that keeps the element ``key`` at the figure's width (the page scrolls sideways instead of
-    squeezing a tree); ``box``, when given, is the scrolling container's key."""
-    css = f".st-key-{key}{{min-width:{int(width)}px;max-width:none !important}}"
-    if box:
-        css += f".st-key-{box}{{overflow-x:auto}}"
-    return f"<style>{css}</style>"
 
 
 def trust_remote_code() -> bool:

@@ -25,7 +25,7 @@ from asc.branch_tree import BranchTree
 from asc.explain import Explanation
 from asc.treediff import TreeDiff
 from asc.viz.colors import COLORSCALE
-from asc.viz.html import escape_text
+from asc.viz.html import escape_text, visible_whitespace
 from asc.viz.layout import tree_layout
 from asc.viz.snippet import tree_figure
 
@@ -46,6 +46,11 @@ def _rows(tree: BranchTree) -> list[int]:
         order.append(i)
         stack += [c.id for c in reversed(tree.children(i))]
     return order
+
+
+def _quoted(text: str) -> str:
+    """A token quoted for a hover text: whitespace visible, HTML-escaped."""
+    return f"'{html.escape(visible_whitespace(text))}'"
 
 
 def _fmt(x: float, digits: int = 3) -> str:
@@ -79,12 +84,12 @@ def branch_tree_figure(tree: BranchTree, selected: int | None = None) -> go.Figu
         else:
             br = node.branch
             how = f"rank {br.forced_rank}" if br.forced_rank else f"typed, {len(br.forced_ids)} tokens"
-            labels.append(f"#{node.id} {br.forced_text!r} p={_fmt(br.forced_prob, 2)} ({how}) · mean "
+            labels.append(f"#{node.id} '{visible_whitespace(br.forced_text)}' p={_fmt(br.forced_prob, 2)} ({how}) · mean "
                           f"{_fmt(node.mean_value, 2)}" + ("" if node.parses else " · no parse"))
             replaced = tree.replaced_text(node.id)
             head = (f"<b>branch {node.id}</b> from {'trunk' if node.parent == 0 else f'branch {node.parent}'}<br>"
-                    f"at token {br.fork_index}: {html.escape(repr(br.forced_text))} instead of "
-                    f"{html.escape(repr(replaced)) if replaced is not None else '(end)'}<br>"
+                    f"at token {br.fork_index}: {_quoted(br.forced_text)} instead of "
+                    f"{'(end)' if replaced is None else _quoted(replaced)}<br>"
                     f"p={_fmt(br.forced_prob, 4)}, {how}")
         hovers.append(f"{head}<br>mean AsC-Eval from the fork on: {_fmt(node.mean_value)}<br>parses: {parses}<br>"
                       f"{len(node.completion.ids) - node.fork_index} tokens after the fork, stopped: "
@@ -149,8 +154,10 @@ def _rings(fig: go.Figure, pos: dict[int, tuple[float, float]], nodes: list[int]
 
 
 def branch_compare_figures(a: Explanation, b: Explanation, diff: TreeDiff, view: Literal["partial", "complete"] = "partial",
-                           names: tuple[str, str] = ("A", "B"), collapse_unary: bool = True) -> tuple[go.Figure, go.Figure]:
-    """The two trees side by side with their differences ringed (module doc); ``diff = ast_diff(a.tree, b.tree)``."""
+                           names: tuple[str, str] = ("A", "B"), collapse_unary: bool = True,
+                           max_width: int | None = None) -> tuple[go.Figure, go.Figure]:
+    """The two trees with their differences ringed (module doc); ``diff = ast_diff(a.tree, b.tree)``; ``max_width``:
+    the panel each is drawn to fit (:func:`asc.viz.snippet.tree_figure`)."""
     first = diff.first_divergence
     figs = []
     for side, (ex, name) in enumerate(zip((a, b), names, strict=True)):
@@ -158,7 +165,7 @@ def branch_compare_figures(a: Explanation, b: Explanation, diff: TreeDiff, view:
         changed = diff.changed[:, side].tolist()
         title = (f"{name}: {len(only)} node(s) {'removed' if side == 0 else 'added'} (orange), {len(changed)} changed "
                  "(green), first divergence (magenta)")
-        fig = tree_figure(ex, view, collapse_unary=collapse_unary, title=title)
+        fig = tree_figure(ex, view, collapse_unary=collapse_unary, title=title, max_width=max_width)
         pos = _positions(fig, ex, view, collapse_unary)
         _rings(fig, pos, only.tolist(), DIFF_COLORS["only"], 20, 2.5, "only here",
                "only in this branch" if side else "not in the other branch")

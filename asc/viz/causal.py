@@ -3,24 +3,33 @@
 * :func:`causal_graph_figure`: confounders Z -> treatment T, Z -> outcome Y, T -> Y (the backdoor
   graph of the paper's AsC-Causal);
 * :func:`treatment_scatter`: one point per snippet, a concept's AsC-Eval value against the loss (snippet ids,
-  which come from corpus files, HTML-escaped).
+  which come from corpus files, HTML-escaped);
+* :func:`table2_views`: Table II as shown, in two tables that fit a panel (correlations; the effect and its
+  refuters), a missing cell as the word that says why (``absent``, ``too few``, ``constant``), verdicts in a word.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from asc.causal import CONFOUNDERS
 from asc.viz.html import escape_text
 
 if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
-__all__ = ["causal_graph_figure", "treatment_scatter"]
+__all__ = ["CORRELATION_COLUMNS", "EFFECT_COLUMNS", "causal_graph_figure", "missing_reason", "table2_views",
+           "treatment_scatter"]
+
+CORRELATION_COLUMNS = ("n", *(f"r_{z}" for z in CONFOUNDERS), "r_loss", "p_loss")
+EFFECT_COLUMNS = ("n", "ate", "ci_low", "ci_high", "placebo", "random_cause", "subset", "status")
+VERDICTS = ("placebo", "random_cause", "subset")
 
 
 def causal_graph_figure(treatment: str = "T: concept value", outcome: str = "Y: loss",
-                        confounders: tuple[str, ...] = ("seq_size", "ast_levels", "n_nodes", "complexity"),
+                        confounders: tuple[str, ...] = CONFOUNDERS,
                         ) -> go.Figure:
     """The structural causal model drawn: confounders on the left, treatment and outcome on the right."""
     import plotly.graph_objects as go
@@ -63,3 +72,50 @@ def treatment_scatter(table: pd.DataFrame, treatment: str, outcome: str = "loss"
                       title={"text": f"{treatment} vs loss ({len(sub)} snippets where it is present)",
                              "font": {"size": 13}})
     return fig
+
+
+def missing_reason(status: object) -> str:
+    """The word a Table II cell shows when its value is missing, from its row's ``status``
+    (:func:`asc.causal.causal_table`): ``absent`` (no snippet has the concept), ``too few`` (fewer snippets than the
+    minimum), ``constant`` (one value in every snippet: nothing to compare), ``undefined`` (an estimated row: a
+    correlation with a constant confounder)."""
+    text = str(status)
+    if text == "estimated":
+        return "undefined"
+    if "absent" in text:
+        return "absent"
+    if "needed" in text:
+        return "too few"
+    if "one value" in text:
+        return "constant"
+    return "missing"
+
+
+def table2_views(results: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table II as shown, from :func:`asc.causal.causal_table` results per model label: (correlations, effects),
+    one row per treatment (and model, next to each other, when there are several), numbers to 3 decimals, verdicts
+    as ``passed``/``failed``, ``status`` in a word, each missing cell the word :func:`missing_reason` gives."""
+    import pandas as pd
+
+    from asc.viz.tables import shown
+
+    frames = []
+    for label, result in results.items():
+        frame = result.copy()
+        frame.insert(0, "model", label)
+        frame["order"] = range(len(frame))
+        frames.append(frame)
+    both = pd.concat(frames, ignore_index=True).sort_values(["order", "model"], kind="stable")
+    reasons = [missing_reason(s) for s in both.get("status", pd.Series(["estimated"] * len(both))).tolist()]
+    for column in VERDICTS:
+        if column in both.columns:
+            both[column] = [None if v is None or v != v else str(v).split(":")[0] for v in both[column].tolist()]
+    both["status"] = [r if r not in ("undefined", "missing") else str(s) for r, s in zip(reasons, both["status"])]
+    head = ["treatment"] + (["model"] if len(results) > 1 else [])
+    views = []
+    for columns in (CORRELATION_COLUMNS, EFFECT_COLUMNS):
+        view = shown(both.reindex(columns=head + list(columns)).reset_index(drop=True),  # every column, estimated or not
+                     [c for c in columns if c not in (*VERDICTS, "status", "n")], missing=reasons,
+                     words=[c for c in columns if c in VERDICTS])
+        views.append(view)
+    return views[0], views[1]

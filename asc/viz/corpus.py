@@ -15,13 +15,12 @@ Nothing is computed here beyond layout; inputs are never modified. Model and cor
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from asc.concepts import GLOBAL
-from asc.viz.colors import COLORSCALE, MODEL_COLORS, value_color
+from asc.viz.colors import COLORSCALE, MODEL_COLORS, text_color, value_color
 from asc.viz.html import escape_text
 
 if TYPE_CHECKING:
@@ -134,14 +133,30 @@ def difference_bars(diff: pd.DataFrame, label: str = "category", top: int = 30) 
 
 
 def styled_table(wide: pd.DataFrame, threshold: float = 0.6) -> Styler:
-    """Table I as a pandas Styler: value cells red below ``threshold``, blue at or above, 3 decimals."""
-    value_cols = [c for c in wide.columns if c not in ("model", "corpus", "snippets")]
+    """Table I as shown (a pandas Styler): a row per category, after a row of snippet counts, and a column per run
+    (``model · corpus``), so that it fits a panel however many categories there are; value cells red below
+    ``threshold``, blue at or above (black or white text: contrast >= 4.5), 3 decimals; a category with no node in a
+    run reads ``absent``."""
+    import pandas as pd
 
-    def cell(v):
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            return "color:#999"
-        strong = value_color(0.15 if v < threshold else 0.9)
-        return f"background-color:{strong};color:white" if abs(v - threshold) > 0.1 else \
-            f"background-color:{value_color(0.35 if v < threshold else 0.7)}"
+    value_rows = [c for c in wide.columns if c not in ("model", "corpus", "snippets")]
+    runs = [f"{m} · {c}" for m, c in zip(wide["model"], wide["corpus"], strict=True)]
+    runs = [r if runs.count(r) == 1 else f"{r} ({k + 1})" for k, r in enumerate(runs)]  # columns must be unique
+    cells = wide.set_index(pd.Index(runs))[["snippets", *value_rows]].T.astype(object)
+    cells = cells.where(cells.notna(), "absent")
+    shown = cells.rename_axis("category").reset_index()
 
-    return wide.style.map(cell, subset=value_cols).format("{:.3f}", subset=value_cols, na_rep="absent")
+    def cell(v: object) -> str:
+        if isinstance(v, str):
+            return "color:#6b6b6b"  # grey on white: contrast 5.3
+        shade = value_color((0.15 if v < threshold else 0.9) if abs(v - threshold) > 0.1 else  # type: ignore[operator]
+                            (0.35 if v < threshold else 0.7))  # type: ignore[operator]
+        return f"background-color:{shade};color:{text_color(shade)}"  # black or white: contrast >= 4.5
+
+    def number(v: object) -> str:
+        return v if isinstance(v, str) else f"{float(v):.3f}"  # type: ignore[arg-type]
+
+    rows = shown["category"] != "snippets"
+    return (shown.style.map(cell, subset=pd.IndexSlice[rows, runs])
+            .format(number, subset=pd.IndexSlice[rows, runs])
+            .format(lambda v: v if isinstance(v, str) else f"{int(v):,}", subset=pd.IndexSlice[~rows, runs]))

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from asc.explain import Explanation
-from asc.viz.colors import COLORSCALE, NO_VALUE, value_color
+from asc.viz.colors import COLORSCALE, NO_VALUE, blend, text_color, value_color
 from asc.viz.html import escape_text
 from asc.viz.layout import TreeLayout, tree_layout
+from asc.viz.treefit import FONT_FAMILY, fit_labels, node_label, wrap_px
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -28,28 +29,10 @@ if TYPE_CHECKING:
 __all__ = ["tree_figure", "sequence_html", "category_figure", "node_label"]
 
 ROW_PX = 18
-CHAR_PX = 5.9  # average width of a label character at 11 px
-COL_GAP_PX = 26
-
-def node_label(ex: Explanation, node: int, width: int = 24) -> str:
-    """Short label: the type for named nodes, the source text for anonymous leaves (``)``, ``if``)."""
-    t = ex.tree
-    if t.is_missing[node]:
-        return f"MISSING {t.type[node]}"
-    if not t.named[node]:
-        return t.type[node]
-    if t.type[node] in ("identifier", "integer", "float", "string_content"):  # leaves: their texts never nest
-        text = t.text(node)
-        if "\n" not in text:
-            return f"{t.type[node]}: {text[:width]}"
-    return t.type[node]
-
-
-def _chain_label(ex: Explanation, members: tuple[int, ...]) -> str:
-    """A collapsed chain reads ``top › … › bottom``; single nodes read as :func:`node_label`."""
-    if len(members) > 2:
-        return f"{node_label(ex, members[0])} › … › {node_label(ex, members[-1])}"
-    return " › ".join(node_label(ex, m) for m in members)
+TITLE_PX = 13  # the title's font size; its lines are TITLE_PX + 5 px apart
+LEGEND_PX = 58  # the horizontal color legend under the title: its title, bar, tick labels and padding
+LEGEND_LEN_PX = 180
+MIN_WIDTH_PX = 380  # room for the legend and its title beside it
 
 
 def _hover(ex: Explanation, members: tuple[int, ...], values: np.ndarray, value_label: str, n_tokens: int) -> str:
@@ -74,12 +57,17 @@ def _per_point(values: np.ndarray) -> object:
 def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial", max_depth: int | None = None,
                 collapse_unary: bool = False, selected: int | None = None, layout: TreeLayout | None = None,
                 values: np.ndarray | None = None, colorscale: str = COLORSCALE, cmin: float = 0.0, cmax: float = 1.0,
-                value_label: str | None = None, title: str | None = None) -> go.Figure:
+                value_label: str | None = None, title: str | None = None, max_width: int | None = None) -> go.Figure:
     """Node-link drawing of the AST, left to right, nodes colored by their AsC-Eval value.
 
     ``customdata`` of the node traces holds the node id (for click selection). Valued nodes are one
     trace whose ``marker.color`` is exactly the drawn nodes' values: ``ex.values`` by default, or
     ``values`` (shape (N,), e.g. a difference between two models, with a diverging ``colorscale``).
+    The color legend is a horizontal bar under the title, at the left, where it stays in view.
+
+    ``max_width`` (px, the panel's width): labels as detailed as fit in it (:func:`asc.viz.treefit.fit_labels`:
+    abbreviated node types, shorter chains and leaf texts; the hover text keeps everything). The figure's
+    ``layout.meta["fits"]`` says whether it does; a tree too deep for any labels to fit is drawn wider.
     """
     import plotly.graph_objects as go
 
@@ -88,20 +76,14 @@ def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial
     node_values = ex.values if values is None else np.asarray(values, dtype=np.float64)
     value_label = value_label or f"value ({ex.aggregate})"
     ex_values = node_values[lay.node] if lay.n_boxes else np.zeros(0)
-    labels = [_chain_label(ex, mem) + (" +" if f else "") for mem, f in zip(lay.members, lay.folded)]
-    # columns as wide as their longest label, in pixels, so labels never run into the edges
-    label_px = np.array([CHAR_PX * len(lab) + 18 for lab in labels]) if lay.n_boxes else np.zeros(0)
-    n_cols = int(lay.x.max()) + 1 if lay.n_boxes else 1
-    col_px = np.zeros(n_cols)
-    for c, w in zip(lay.x.astype(int), label_px):
-        col_px[c] = max(col_px[c], w)
-    col_x = np.concatenate([[0.0], np.cumsum(col_px + COL_GAP_PX)])
-    px = col_x[lay.x.astype(int)] if lay.n_boxes else np.zeros(0)
+    margin = {"l": 10, "r": 14, "b": 10}
+    fitted = fit_labels(ex, lay, None if max_width is None else max_width - margin["l"] - margin["r"] - 20)
+    labels, label_px, px = fitted.labels, fitted.label_px, fitted.x_px
     fig = go.Figure()
     # elbow edges: from the end of the parent's label, down/up a bar just left of the child column
     # (5 points per edge, a NaN gap between edges: float arrays, which plotly takes and copies as a block)
     p, c = lay.edges().T
-    bar = px[c] - COL_GAP_PX / 2
+    bar = px[c] - fitted.style.gap_px / 2
     ex_ = np.column_stack([px[p] + label_px[p], bar, bar, px[c] - 7, np.full(len(p), np.nan)]).ravel()
     ey = np.column_stack([lay.y[p], lay.y[p], lay.y[c], lay.y[c], np.full(len(p), np.nan)]).ravel()
     fig.add_trace(go.Scatter(x=ex_, y=ey, mode="lines", line={"color": "#9a9a9a", "width": 1},
@@ -113,21 +95,29 @@ def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial
     missing = t.is_missing[lay.node] if lay.n_boxes else np.zeros(0, bool)
     symbols = np.where(missing, "diamond-open", np.where(err, "x", "circle"))
     line_w = np.where(err | missing, 2.5, 0.5)
+    # plot area = the x range in pixels exactly: 12 px left of the root's center to 8 px past the longest label
+    width = max(MIN_WIDTH_PX, int(fitted.width_px + 20 + margin["l"] + margin["r"]) + 1)
+    heading = wrap_px(title or f"{view} AST: {lay.n_boxes} nodes", width - margin["l"] - margin["r"], TITLE_PX)
+    top = (heading.count("<br>") + 1) * (TITLE_PX + 5) + 8 + LEGEND_PX
+    height = max(320, int(ROW_PX * max(lay.n_rows, 1)) + top + margin["b"])
     for mask, name in ((has, "value"), (~has, "no tokens")):
         idx = np.flatnonzero(mask)
         marker = {"size": 12, "symbol": _per_point(symbols[idx]), "line": {"color": "#222", "width": _per_point(line_w[idx])}}
         if name == "value":
-            marker.update(color=ex_values[idx], colorscale=colorscale, cmin=cmin, cmax=cmax, showscale=True,
-                          colorbar={"title": {"text": escape_text(value_label)}, "thickness": 12, "len": 0.6,
-                                    "x": 1.0, "xanchor": "left", "xpad": 16, "y": 1.0, "yanchor": "top",
-                                    "tickvals": list(np.linspace(cmin, cmax, 6).round(2))})
+            marker.update(color=ex_values[idx], colorscale=colorscale, cmin=cmin, cmax=cmax, showscale=True, colorbar={
+                "title": {"text": escape_text(value_label), "side": "top", "font": {"size": 11}},
+                "orientation": "h", "thickness": 10, "lenmode": "pixels", "len": LEGEND_LEN_PX,
+                "xref": "container", "x": margin["l"] / width, "xanchor": "left", "xpad": 0,
+                "yref": "container", "y": 1 - (top - LEGEND_PX + 16) / height, "yanchor": "top", "ypad": 0,
+                "tickfont": {"size": 10}, "tickvals": list(np.linspace(cmin, cmax, 6).round(2))})
         else:
             marker.update(color=NO_VALUE)
         fig.add_trace(go.Scatter(
             x=px[idx], y=lay.y[idx], mode="markers+text", name=name, marker=marker,
             text=np.array([escape_text(labels[i]) for i in idx], dtype=object), textposition="middle right",
-            textfont={"size": 11}, customdata=lay.node[idx], hovertext=np.array([hovers[i] for i in idx], dtype=object),
-            hoverinfo="text", showlegend=False,
+            textfont={"size": fitted.style.font_px, "family": FONT_FAMILY}, customdata=lay.node[idx],
+            hovertext=np.array([hovers[i] for i in idx], dtype=object), hoverinfo="text", showlegend=False,
+            cliponaxis=False,  # a label never stops at the plot's edge (the range holds it: a safeguard)
             # a click selects a point; keep every node's color (the black ring marks the selection)
             selected={"marker": {"opacity": 1}}, unselected={"marker": {"opacity": 1}, "textfont": {"color": "#444"}}))
     box = [k for k, mem in enumerate(lay.members) if selected in mem] if selected is not None else []
@@ -136,15 +126,13 @@ def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial
         fig.add_trace(go.Scatter(x=[px[k]], y=[lay.y[k]], mode="markers", hoverinfo="skip", showlegend=False,
                                  name="selected", marker={"size": 22, "color": "rgba(0,0,0,0)",
                                                           "line": {"color": "#000", "width": 3}}))
-    total_px = float(col_x[-1]) + 40
     fig.update_layout(
-        # plot area = x range in pixels exactly (the colorbar lives in the fixed right margin)
-        width=int(total_px + 12 + 10 + 110), height=max(320, int(ROW_PX * max(lay.n_rows, 1)) + 80),
-        margin={"l": 10, "r": 110, "t": 30, "b": 10, "autoexpand": False},
-        xaxis={"visible": False, "range": [-12, total_px]},
+        width=width, height=height, margin={**margin, "t": top, "autoexpand": False},
+        xaxis={"visible": False, "range": [-12, width - margin["l"] - margin["r"] - 12]},
         yaxis={"visible": False, "autorange": "reversed"},
-        plot_bgcolor="white", dragmode="pan", clickmode="event+select",
-        title={"text": escape_text(title or f"{view} AST: {lay.n_boxes} nodes"), "font": {"size": 13}})
+        plot_bgcolor="white", dragmode="pan", clickmode="event+select", meta={"fits": fitted.fits},
+        title={"text": heading, "font": {"size": TITLE_PX, "family": FONT_FAMILY}, "x": margin["l"] / width,
+               "xanchor": "left", "y": 1 - 6 / height, "yanchor": "top"})
     return fig
 
 
@@ -156,7 +144,8 @@ def sequence_html(ex: Explanation, selected: int | None = None, n_prompt: int | 
     to ``selected`` are outlined; tokens from ``n_prompt`` on (generated) are underlined and preceded
     by a marker; token indices in ``forks`` (fork points, :mod:`asc.forks`) get a purple bar above them
     and "fork point" in their hover text. Characters shared by two tokens (a split multi-byte character)
-    are drawn once.
+    are drawn once. Token text is black or white, whichever contrasts more with its background
+    (:func:`asc.viz.colors.text_color`: a WCAG contrast ratio of at least 4.5).
     """
     s = ex.scores
     src = ex.source
@@ -186,9 +175,11 @@ def sequence_html(ex: Explanation, selected: int | None = None, n_prompt: int | 
         if i in fork_set:
             tip += "\nfork point: the model hesitated here"
         color = value_color(None if math.isnan(p) else p)
+        seen = color
         if not piece.strip():  # newline/indent tokens: same color, lighter, so code stays readable
+            seen = blend(color, 0.35) if color.startswith("rgb(") else "#e4e4e4"
             color = color.replace("rgb(", "rgba(").replace(")", ",0.35)") if color.startswith("rgb(") else "#e4e4e4"
-        style = f"background:{color};border-radius:2px"
+        style = f"background:{color};color:{text_color(seen)};border-radius:2px"
         if i in picked:
             style += ";outline:2px solid #000;outline-offset:-1px"
         if i in fork_set:

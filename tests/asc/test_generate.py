@@ -16,6 +16,7 @@ import torch
 from asc.errors import InputError
 from asc.generate import Completion, complete, explain_completion, function_end
 from asc.syntax import parse
+from tests.helpers import ROOT
 
 STOP_REASONS = {"function_end", "eos", "max_new_tokens"}
 PROMPTS = ["def f(x):\n    return x", "def add(a, b):\n    s = a + b\n", "class A:\n    def m(self, v):\n        w = v\n"]
@@ -454,3 +455,32 @@ def test_smollm2_completes_the_function(smol):
         assert ex.scores.logprob[i] == pytest.approx(lp[i - 1, comp.ids[i]], abs=1e-4)
     # greedy: each generated token is the model's top choice
     assert (ex.scores.rank[comp.n_prompt:] == 1).all()
+
+
+def test_first_lines_keeps_the_signature_and_first_statement():
+    from asc.generate import first_lines
+
+    code = (ROOT / "assets" / "examples" / "count_chars.py").read_text()
+    assert first_lines(code) == "def count_chars(string, character):\n    count = 0\n"
+    assert first_lines("\n\ndef f():\n\n    x = 1\n    y") == "\n\ndef f():\n\n    x = 1\n"  # blank lines kept
+    assert first_lines("def f(): pass") == "def f(): pass\n"
+    assert first_lines(code, 1) == "def count_chars(string, character):\n"
+
+
+def _made(n_prompt: int, n_new: int, stop: str) -> Completion:
+    n = n_prompt + n_new
+    return Completion(prompt="p", text="p" * n, ids=np.arange(n), start=np.arange(n), end=np.arange(n) + 1,
+                      special=np.zeros(n, bool), n_prompt=n_prompt, stop_reason=stop)
+
+
+def test_the_stop_message_says_how_many_tokens_why_and_what_to_do():
+    from asc.generate import FEW_TOKENS, STOP_REASONS, stop_message
+
+    short = stop_message(_made(30, 2, "function_end"), 64)
+    assert short.startswith("The model wrote 2 tokens and stopped: " + STOP_REASONS["function_end"])
+    assert "keep only its first lines" in short  # nothing seemed to happen: what to do
+    long = stop_message(_made(30, FEW_TOKENS, "function_end"), 64)
+    assert "first lines" not in long
+    assert stop_message(_made(30, 64, "max_new_tokens"), 64) == (
+        "The model wrote 64 tokens and stopped: the limit of 64 new tokens was reached.")
+    assert stop_message(_made(30, 1, "eos")) == "The model wrote 1 token and stopped: the model wrote its end-of-text token."

@@ -43,7 +43,7 @@ def test_blanca_page_without_results_says_how_to_get_them_and_submits_runs(blanc
     at.run()
     assert not at.exception
     assert any("python -m probes blanca" in i.value for i in at.info)
-    assert [b for b in at.button if b.label == jobs.DEMO_BUTTON]
+    assert [b for b in at.button if b.label == jobs.demo_label(JobKind.BLANCA)]
     assert at.multiselect(key="bl_models").value == ["tiny-random"]  # the demo's model: no real one in tests
     assert at.multiselect(key="bl_tasks").value == ["R", "L", "F", "H", "U"]
     at.multiselect(key="bl_tasks").set_value([]).run()

@@ -1,4 +1,5 @@
-"""pages/causal.py, AsC-Causal: the treatments table equals the backend's, and how to get results."""
+"""pages/causal.py, AsC-Causal: Table II (correlations, then effects) equals the backend's as shown (3 decimals, a
+missing cell as the word that says why), and how to get results."""
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -17,15 +18,17 @@ def test_causal_page(monkeypatch, runs_dir):
     at = AppTest.from_file(CAUSAL_PAGE, default_timeout=300)
     at.run()
     assert not at.exception
-    shown = at.dataframe[0].value
-    assert list(shown["treatment"]) == treatments_of(load_categories("python"))
-    assert shown["status"].str.startswith("not enough data").all()  # 5 snippets < 30
+    correlations, shown = at.dataframe[0].value, at.dataframe[1].value
+    assert list(shown["treatment"]) == list(correlations["treatment"]) == treatments_of(load_categories("python"))
+    assert set(shown["status"]) <= {"too few", "absent", "constant"}  # 5 snippets < 30
+    assert (shown.drop(columns=["treatment", "n", "status"]).to_numpy() == shown[["status"]].to_numpy()).all()
     at.number_input(key="causal_min").set_value(5).run()
-    shown = at.dataframe[0].value.set_index("treatment")
+    shown = at.dataframe[1].value.set_index("treatment")
     assert shown.loc[GLOBAL, "status"] == "estimated"
     expected = causal_table(snippet_table(load_run(runs_dir / at.multiselect(key="causal_runs").value[0].name)),
                             [GLOBAL], min_snippets=5, simulations=50).set_index("treatment")
-    assert shown.loc[GLOBAL, "ate"] == pytest.approx(expected.loc[GLOBAL, "ate"])
+    assert shown.loc[GLOBAL, "ate"] == f"{expected.loc[GLOBAL, 'ate']:.3f}"
+    assert shown.loc[GLOBAL, "placebo"] == expected.loc[GLOBAL, "placebo"].split(":")[0]  # passed / failed
     assert len(at.get("plotly_chart")) == 2
 
 
@@ -48,14 +51,15 @@ def test_causal_page_on_a_tiny_run(monkeypatch, tmp_path):
     at.run()
     assert not at.exception
     assert [p.name for p in at.multiselect(key="causal_runs").value] == ["tiny"]
-    shown = at.dataframe[0].value
+    shown = at.dataframe[1].value
     assert list(shown["treatment"]) == treatments_of(load_categories("python"))
-    assert shown["status"].str.startswith("not enough data").all()  # at most 8 snippets < 30
-    assert shown.set_index("treatment").loc[GLOBAL, "status"] == "not enough data (8 snippets; at least 30 needed)"
+    assert set(shown["status"]) <= {"too few", "absent", "constant"}  # at most 8 snippets < 30
+    assert shown.set_index("treatment").loc[GLOBAL, ["status", "ate"]].tolist() == ["too few", "too few"]
+    assert any("too few (fewer than 30 snippets" in c.value for c in at.caption)  # the word, explained
     at.number_input(key="causal_min").set_value(5).run()
     assert not at.exception
-    shown = at.dataframe[0].value.set_index("treatment")
+    shown = at.dataframe[1].value.set_index("treatment")
     expected = causal_table(snippet_table(load_run(tmp_path / "tiny")), [GLOBAL], min_snippets=5,
                             simulations=50).set_index("treatment")
     assert shown.loc[GLOBAL, "status"] == expected.loc[GLOBAL, "status"] == "estimated"
-    assert shown.loc[GLOBAL, "ate"] == pytest.approx(expected.loc[GLOBAL, "ate"])
+    assert shown.loc[GLOBAL, "ate"] == f"{expected.loc[GLOBAL, 'ate']:.3f}"

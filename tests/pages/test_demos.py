@@ -27,11 +27,13 @@ def fresh(monkeypatch, tmp_path):
     return tmp_path / "runs"
 
 
-def _hold_queue(out: Path) -> threading.Event:
-    """Keep the app's queue busy (with another tab's job, writing nothing to ``out``) until the returned event is
-    set: what is submitted next stays queued, so the page can be checked before its demo has finished."""
+def _hold_queue(out: Path, kind: JobKind) -> threading.Event:
+    """Keep the app's queue busy (with another tab's job of another kind than ``kind``, writing nothing to ``out``)
+    until the returned event is set: what is submitted next stays queued, so the page can be checked before its
+    demo has finished."""
     gate = threading.Event()
-    jobs.job_queue().submit_call(JobKind.EVAL, "tiny-random", "hold", out, lambda *_: gate.wait(120), owner="other")
+    other = JobKind.BLANCA if kind is not JobKind.BLANCA else JobKind.EVAL
+    jobs.job_queue().submit_call(other, "tiny-random", "hold", out, lambda *_: gate.wait(120), owner="other")
     return gate
 
 
@@ -41,15 +43,16 @@ def _click_demo(name: str, kind: JobKind, runs: Path) -> tuple[AppTest, list]:
     at.run()
     assert not at.exception
     assert any("yet" in i.value and "demo" in i.value for i in at.info)  # "No results yet: run the small demo..."
-    gate = _hold_queue(runs / "held")
+    gate = _hold_queue(runs / "held", kind)
     before = len(jobs.job_queue().jobs())
-    button(at, jobs.DEMO_BUTTON).click().run()
+    button(at, jobs.demo_label(kind)).click().run()
     assert not at.exception
     new = jobs.job_queue().jobs()[before:]
     assert [job.kind for job in new] == [kind] * len(new) and new
-    assert not [b for b in at.button if b.label == jobs.DEMO_BUTTON]  # no second demo while it runs
+    assert not [b for b in at.button if b.label.startswith(jobs.DEMO_BUTTON)]  # no second demo while it runs
     assert any("A run is under way" in i.value for i in at.info)
     assert at.get("progress")  # the page's job panel shows it
+    assert any("1 job ahead of it" in p.text for p in at.get("progress"))  # the other tab's job runs first
     gate.set()
     assert jobs.job_queue().wait(300)
     assert [job.status for job in new] == ["done"] * len(new), [job.error for job in new]
@@ -75,8 +78,8 @@ def test_causal_demo_is_the_same_eval_run(fresh):
     at = AppTest.from_file(page("causal"), default_timeout=300)
     at.run()
     assert any("estimates appear here when it finishes" in c.value for c in at.caption)
-    gate = _hold_queue(fresh / "held")
-    button(at, jobs.DEMO_BUTTON).click().run()
+    gate = _hold_queue(fresh / "held", JobKind.EVAL)
+    button(at, jobs.demo_label(JobKind.EVAL)).click().run()
     assert not at.exception
     (job,) = jobs.job_queue().jobs()[-1:]
     assert job.kind is JobKind.EVAL and job.out == run_folder(fresh, "tiny-random", "humaneval", 40)
@@ -149,3 +152,25 @@ def test_layer_demo_adds_the_minilm_baseline_for_a_real_default(monkeypatch):
                                                 else ["smollm2-135m"])
     monkeypatch.delenv("ASC_MODEL")
     assert jobs.demo_models(JobKind.EVAL) == ["smollm2-135m"]  # asc.paths.default_model()
+
+
+def test_a_new_tab_shows_the_queued_demo_of_another_without_its_controls(fresh):
+    """Tab A's layer demo waits in the queue: tab B, opened afterwards, lists it (kind, status, place in line, none of
+    A's text), offers no second demo and no Cancel for it, and says the results will appear."""
+    first = AppTest.from_file(page("layers"), default_timeout=300)
+    first.run()
+    gate = _hold_queue(fresh / "held", JobKind.LAYERS)
+    button(first, jobs.demo_label(JobKind.LAYERS)).click().run()
+    (job,) = [j for j in jobs.job_queue().jobs(JobKind.LAYERS) if j.active]
+    second = AppTest.from_file(page("layers"), default_timeout=300)
+    second.run()
+    assert not second.exception
+    assert second.session_state["asc_tab_token"] != job.owner
+    texts = [p.text for p in second.get("progress")]
+    assert any(f"{job.id} another tab" in t and "layer probes" in t and "queued" in t and "1 job ahead of it" in t
+               for t in texts), texts
+    assert not any("tiny-random" in t for t in texts)  # what the other tab chose stays its own
+    assert not [b for b in second.button if b.key == f"cancel_{job.id}" or b.label.startswith(jobs.DEMO_BUTTON)]
+    assert any("A run is under way" in i.value for i in second.info)
+    gate.set()
+    assert jobs.job_queue().wait(300) and job.status == "done"

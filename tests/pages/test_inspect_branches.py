@@ -208,3 +208,23 @@ def test_humaneval_tests_are_not_offered_on_a_shared_server(app, monkeypatch):
     button(app, "Complete").click().run()
     assert not app.exception
     assert not [c for c in app.checkbox if c.key == "br_run_tests"]
+
+
+def test_the_default_branch_point_is_the_most_uncertain_fork_that_is_not_whitespace(completed):
+    from asc.forks import most_uncertain
+    from asc.viz.html import visible_whitespace
+
+    app = completed
+    trunk = _tree(app).trunk
+    s = trunk.explanation.scores
+    forks = fork_points(s)
+    ranked = [int(i) for i in most_uncertain(forks, len(forks.indices), first=trunk.completion.n_prompt)]
+    visible = [i for i in ranked if s.text[i].strip()]
+    assert visible, "the tiny model's completion has a fork point that is not whitespace"
+    assert app.selectbox(key="br_at").value == visible[0]
+    # labels draw whitespace: a token of spaces or newlines never reads as an empty or collapsed string
+    labels = app.selectbox(key="br_at").options  # token 1, 2, ... (as shown)
+    assert all(" " not in label.split("'")[1] and "\n" not in label for label in labels), labels
+    blank = [i for i in range(1, len(s.text)) if any(c.isspace() for c in s.text[i])]  # " b", "\n"...
+    assert blank and all(labels[i - 1].startswith(f"{i}: '{visible_whitespace(s.text[i])}'") for i in blank)
+    assert all(" " not in option.split("'")[1] for option in app.radio(key="br_choice").options)

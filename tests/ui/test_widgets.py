@@ -1,17 +1,9 @@
-"""ui/widgets.py: the wide-chart CSS, the shipped examples, the default settings and the model picker."""
+"""ui/widgets.py: the shipped examples, the default settings and the model picker."""
 
 import pytest
 
 from asc.paths import EXAMPLES_DIR
 from ui import widgets
-
-
-def test_wide_chart_css_pins_the_width_and_scrolls_the_box():
-    assert widgets.wide_chart_css("tree", 1234.7, "box") == (
-        "<style>.st-key-tree{min-width:1234px;max-width:none !important}.st-key-box{overflow-x:auto}</style>")
-    # without a box only the element's width is set; the width is truncated to whole pixels
-    assert widgets.wide_chart_css("study_tree", 800) == (
-        "<style>.st-key-study_tree{min-width:800px;max-width:none !important}</style>")
 
 
 def test_examples_are_the_shipped_python_and_java_files_in_name_order():

@@ -14,6 +14,7 @@ from asc.explain import explain
 from asc.forks import fork_points
 from asc.treediff import ast_diff
 from asc.viz import DIFF_COLORS, branch_compare_figures, branch_tree_figure, sequence_html
+from asc.viz.html import visible_whitespace
 from asc.viz.layout import tree_layout
 from tests.asc.test_branch_tree import BROKEN, PROMPT, A, B, branch_of, completion_of, first_difference
 
@@ -49,7 +50,7 @@ def test_branch_tree_figure_one_point_per_branch(tree):
     np.testing.assert_allclose(points.marker.color, colors)
     assert points.marker.cmin == 0 and points.marker.cmax == 1
     b1 = tree.nodes[1].branch
-    assert points.text[1].startswith(f"#1 {b1.forced_text!r} p=0.25 (rank 2)")
+    assert points.text[1].startswith(f"#1 '{visible_whitespace(b1.forced_text)}' p=0.25 (rank 2)")  # spaces drawn
     assert "typed, 1 tokens" in points.text[2] and "no parse" in points.text[2]
     assert "instead of" in points.hovertext[1] and "parses: no" in points.hovertext[2]
     sel = _trace(fig, "selected")

@@ -57,3 +57,29 @@ def test_every_value_color_is_an_rgb_string_and_no_value_is_grey():
 def test_model_colors_are_distinct_hex_colors():
     assert len(MODEL_COLORS) == 10 and len(set(MODEL_COLORS)) == 10  # a BLANCA table has eight models
     assert all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in MODEL_COLORS) and NO_VALUE not in MODEL_COLORS
+
+
+# ------------------------------------------------------------------------------------------ text on colors
+
+
+def test_relative_luminance_and_contrast_follow_wcag():
+    from asc.viz.colors import contrast_ratio, relative_luminance
+
+    assert relative_luminance("#ffffff") == pytest.approx(1) and relative_luminance("#000000") == 0
+    assert relative_luminance("rgb(255, 255, 255)") == pytest.approx(1)
+    assert contrast_ratio("#000000", "#ffffff") == pytest.approx(21) == contrast_ratio("#ffffff", "#000000")
+    assert contrast_ratio("#777777", "#777777") == pytest.approx(1)
+    # WCAG's own example: #767676 on white is the lightest grey that passes 4.5
+    assert 4.5 <= contrast_ratio("#767676", "#ffffff") < 4.6
+
+
+def test_text_on_every_color_of_the_scale_has_contrast_of_at_least_4_5():
+    from asc.viz.colors import blend, contrast_ratio, text_color
+
+    scale = [value_color(v) for v in np.linspace(0, 1, 1001)]  # every color value_color gives
+    backgrounds = scale + [NO_VALUE] + [blend(c, 0.35) for c in scale]  # whitespace tokens: a lighter tint
+    ratios = [contrast_ratio(text_color(c), c) for c in backgrounds]
+    assert min(ratios) >= 4.5, backgrounds[int(np.argmin(ratios))]
+    # the ends of the scale (dark red, dark blue) take white text, its light middle black
+    assert text_color(value_color(0.0)) == text_color(value_color(1.0)) == "#ffffff"
+    assert text_color(value_color(0.5)) == "#000000"

@@ -410,3 +410,16 @@ def test_generated_marker_survives_a_split_character(tiny):
               if ex.scores.start[i] == ex.scores.start[i - 1] and ex.scores.end[i] == ex.scores.end[i - 1]]
     assert shared, "the tiny tokenizer splits é into two byte tokens"
     assert sequence_html(ex, n_prompt=shared[0]).count("generated from here") == 1
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=SOURCE_IDS)
+def test_sequence_html_text_contrasts_with_its_background(explained, source):
+    from asc.viz.colors import blend, contrast_ratio, text_color
+
+    ex = explained(source)
+    for i, _tip, style, piece in _spans(sequence_html(ex)):
+        background = re.search(r"background:([^;]+)", style).group(1)
+        color = re.search(r"(?:^|;)color:([^;]+)", style).group(1)
+        m = re.fullmatch(r"rgba\((\d+), ?(\d+), ?(\d+), ?(0?\.\d+)\)", background)
+        seen = blend(f"rgb({m[1]}, {m[2]}, {m[3]})", float(m[4])) if m else background  # as drawn on white
+        assert color == text_color(seen) and contrast_ratio(color, seen) >= 4.5, (i, piece, style)
