@@ -5,9 +5,9 @@ and aggregates those exactly as the output's (same tree, same binding, same thet
 :func:`asc.explain.node_values`), giving node values ``(L + 1, N)`` and category values ``(L + 1, C)`` with layer 0
 the embeddings and layer ``L`` the output (equal to :func:`asc.explain.explain`).
 
-"Crossing": the first layer whose category value reaches :data:`CROSSING` (:data:`asc.concepts.CONFIDENCE_LINE`,
-0.6, the confidence line the inspector's colour scale is centred on), ``None`` when no layer does. Relative depth ``layer / L`` puts models of
-different depth on one axis.
+"Crossing": the first layer whose category value reaches :data:`asc.concepts.CONFIDENCE_LINE`
+(0.6, the line the inspector's colour scale is centred on), ``None`` when no layer does. Relative depth
+``layer / L`` puts models of different depth on one axis.
 """
 
 from __future__ import annotations
@@ -32,9 +32,8 @@ from asc.syntax import SyntaxTree
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["CROSSING", "LayerExplanation", "explain_layers", "layer_values", "top_vocab"]
+__all__ = ["LayerExplanation", "explain_layers", "layer_values", "top_vocab"]
 
-CROSSING = CONFIDENCE_LINE  # the same constant, under the name the per-layer views import
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,7 @@ class LayerExplanation:
     def categories(self) -> tuple[str, ...]:
         return self.explanation.categories
 
-    def crossing(self, threshold: float = CROSSING) -> dict[str, int | None]:
+    def crossing(self, threshold: float = CONFIDENCE_LINE) -> dict[str, int | None]:
         """Per category, the first layer whose value is ``>= threshold`` (None: never, or absent)."""
         out: dict[str, int | None] = {}
         for k, cat in enumerate(self.categories):
@@ -119,7 +118,7 @@ class LayerExplanation:
         values, concepts, by_cat = node_values(scores.prob, ex.tree, ex.alignment, cmap, ex.aggregate)
         return dataclasses.replace(ex, scores=scores, values=values, concept_values=concepts, category_values=by_cat)
 
-    def to_dict(self, threshold: float = CROSSING) -> dict:
+    def to_dict(self, threshold: float = CONFIDENCE_LINE) -> dict:
         """The ``"layers"`` block of ``python -m asc explain --layers --json`` (README): per-layer token
         probabilities (null where a token has no prediction), category values and crossings."""
         def clean(row: np.ndarray) -> list[float | None]:

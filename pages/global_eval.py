@@ -12,7 +12,7 @@ import streamlit as st
 
 from asc import BUILTIN_CORPORA, embedded_names, load_categories
 from asc import paths as asc_paths
-from asc.concepts import GLOBAL
+from asc.concepts import CONFIDENCE_LINE, GLOBAL
 from asc.corpus.bootstrap import METHODS
 from asc.corpus.jobs import JobKind
 from asc.corpus.layers import crossing_table
@@ -82,7 +82,7 @@ if not chosen:
     st.info("Choose one or more results above.")
     st.stop()
 s1, s2, s3, s4 = st.columns(4)
-threshold = s1.number_input("Threshold", 0.0, 1.0, 0.6, 0.05, key="threshold",
+threshold = s1.number_input("Threshold", 0.0, 1.0, CONFIDENCE_LINE, 0.05, key="threshold",
                             help="the paper's 'acceptable confidence' line")
 n_boot = s2.number_input("Bootstrap resamples", 100, 5000, 500, 100, key="n_boot")
 seed = s3.number_input("Seed", 0, 2**31 - 1, 0, key="boot_seed")

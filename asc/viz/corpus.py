@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asc.concepts import GLOBAL
+from asc.concepts import CONFIDENCE_LINE, GLOBAL
 from asc.viz.colors import COLORSCALE, MODEL_COLORS, text_color, value_color
 from asc.viz.html import escape_text
 
@@ -32,7 +32,7 @@ __all__ = ["category_bars", "value_distribution", "concept_treemap", "difference
 
 
 
-def category_bars(summary: pd.DataFrame, threshold: float = 0.6) -> go.Figure:
+def category_bars(summary: pd.DataFrame, threshold: float = CONFIDENCE_LINE) -> go.Figure:
     """Grouped bars: x = category (Global first), one bar per model, error bars = bootstrap interval."""
     import plotly.graph_objects as go
 
@@ -132,7 +132,7 @@ def difference_bars(diff: pd.DataFrame, label: str = "category", top: int = 30) 
     return fig
 
 
-def styled_table(wide: pd.DataFrame, threshold: float = 0.6) -> Styler:
+def styled_table(wide: pd.DataFrame, threshold: float = CONFIDENCE_LINE) -> Styler:
     """Table I as shown (a pandas Styler): a row per category, after a row of snippet counts, and a column per run
     (``model · corpus``), so that it fits a panel however many categories there are; value cells red below
     ``threshold``, blue at or above (black or white text: contrast >= 4.5), 3 decimals; a category with no node in a

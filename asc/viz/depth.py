@@ -1,9 +1,9 @@
 """Pure figure builders for AsC-Eval per layer (:mod:`asc.depth`): ``LayerExplanation -> plotly Figure``.
 
 * :func:`category_layer_heatmap`: category x layer values of one snippet on the fixed red-to-blue scale, the
-  first layer where each category reaches the 0.6 line boxed (and named in the row label), the shown layer
+  first layer where each category reaches the confidence line (:data:`asc.concepts.CONFIDENCE_LINE`) boxed (and named in the row label), the shown layer
   outlined;
-* :func:`node_layer_curve`: one node's value across layers with the 0.6 line, points colored on the same scale.
+* :func:`node_layer_curve`: one node's value across layers with the confidence line, points colored on the same scale.
 
 Layer 0 is the embeddings, the last layer the output (equal to the inspector's usual values). Nothing is
 computed here beyond reading the arrays; category and node text is HTML-escaped (a category mapping is an
@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asc.depth import CROSSING, LayerExplanation
+from asc.concepts import CONFIDENCE_LINE
+from asc.depth import LayerExplanation
 from asc.viz.colors import COLORSCALE, value_color
 from asc.viz.html import escape_text
 from asc.viz.snippet import node_label
@@ -34,7 +35,7 @@ def _value_text(value: float) -> str:
     return "—" if math.isnan(value) else f"{value:.3f}"
 
 
-def category_layer_heatmap(depth: LayerExplanation, threshold: float = CROSSING, layer: int | None = None,
+def category_layer_heatmap(depth: LayerExplanation, threshold: float = CONFIDENCE_LINE, layer: int | None = None,
                            title: str | None = None) -> go.Figure:
     """Category (rows, mapping order) x layer (columns) heatmap of ``depth.category_values``; categories absent
     from the snippet are left out (named under the plot). The cell of each category's first layer ``>=
@@ -82,7 +83,7 @@ def category_layer_heatmap(depth: LayerExplanation, threshold: float = CROSSING,
     return fig
 
 
-def node_layer_curve(depth: LayerExplanation, node: int, threshold: float = CROSSING,
+def node_layer_curve(depth: LayerExplanation, node: int, threshold: float = CONFIDENCE_LINE,
                      layer: int | None = None) -> go.Figure:
     """``node``'s value at every layer (points colored on the value scale) with the ``threshold`` line; its first
     layer ``>= threshold`` is ringed (trace ``crossing``) and ``layer``, when given, marked by a dotted line."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from asc.concepts import GLOBAL
+from asc.concepts import CONFIDENCE_LINE, GLOBAL
 from asc.errors import InputError
 from asc.viz.colors import COLORSCALE, MODEL_COLORS
 from asc.viz.html import escape_text
@@ -28,7 +28,7 @@ def _ordered(categories: list[str]) -> list[str]:
     return ([GLOBAL] if GLOBAL in categories else []) + sorted(c for c in categories if c != GLOBAL)
 
 
-def layer_heatmap(summary: pd.DataFrame, model: str, threshold: float = 0.6) -> go.Figure:
+def layer_heatmap(summary: pd.DataFrame, model: str, threshold: float = CONFIDENCE_LINE) -> go.Figure:
     """Rows: categories (Global first); columns: layers (0 = embeddings); colour: the median node value."""
     import plotly.graph_objects as go
 
@@ -62,7 +62,7 @@ def layer_heatmap(summary: pd.DataFrame, model: str, threshold: float = 0.6) -> 
     return fig
 
 
-def depth_curves(summary: pd.DataFrame, category: str = GLOBAL, threshold: float = 0.6) -> go.Figure:
+def depth_curves(summary: pd.DataFrame, category: str = GLOBAL, threshold: float = CONFIDENCE_LINE) -> go.Figure:
     """One line per model: the category's median node value against relative depth (0 = embeddings, 1 = output)."""
     import plotly.graph_objects as go
 

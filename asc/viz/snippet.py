@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from asc.concepts import CONFIDENCE_LINE
 from asc.explain import Explanation
 from asc.viz.colors import COLORSCALE, NO_VALUE, blend, text_color, value_color
 from asc.viz.html import escape_text
@@ -194,7 +195,7 @@ def sequence_html(ex: Explanation, selected: int | None = None, n_prompt: int | 
     return "".join(out)
 
 
-def category_figure(values: dict[str, float], threshold: float = 0.6,
+def category_figure(values: dict[str, float], threshold: float = CONFIDENCE_LINE,
                     title: str = "AsC-Eval per category") -> go.Figure:
     """Bar per category on the fixed 0-1 scale with the threshold line; absent categories are labelled."""
     import plotly.graph_objects as go

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from asc.depth import CROSSING, LayerExplanation, explain_layers
+from asc.depth import LayerExplanation, explain_layers
 from asc.explain import explain, node_values
 
 SOURCE = "def count(xs):\n    n = 0\n    for x in xs:\n        if x > 0:\n            n += 1\n    return n\n"
@@ -43,16 +43,21 @@ def test_the_confidence_line_is_one_constant():
     from asc.concepts import CONFIDENCE_LINE
     from asc.corpus.layers import crossing_table
 
-    assert CROSSING is CONFIDENCE_LINE
     assert inspect.signature(LayerExplanation.crossing).parameters["threshold"].default is CONFIDENCE_LINE
     assert inspect.signature(crossing_table).parameters["threshold"].default is CONFIDENCE_LINE
+    from asc.viz import corpus, layers, snippet
+    for figure in (corpus.category_bars, corpus.styled_table, layers.layer_heatmap, layers.depth_curves,
+                   snippet.category_figure):
+        assert inspect.signature(figure).parameters["threshold"].default is CONFIDENCE_LINE, figure.__name__
     assert build_parser().parse_args(["eval", "--corpus", "algorithms", "--model", "tiny-random", "--out", "o"]).threshold \
         is CONFIDENCE_LINE
 
 
 def test_crossing_is_the_first_layer_at_or_above_the_line():
     depth = _fake([[0.1, 0.2, math.nan], [0.6, 0.3, math.nan], [0.5, 0.7, math.nan], [0.9, 0.8, math.nan]])
-    assert CROSSING == 0.6  # the paper's line
+    from asc.concepts import CONFIDENCE_LINE
+
+    assert CONFIDENCE_LINE == 0.6  # the paper's line
     assert depth.crossing() == {"A": 1, "B": 2, "C": None}
     assert depth.crossing(0.85) == {"A": 3, "B": None, "C": None}
     frame = depth.category_frame()

@@ -11,7 +11,8 @@ import re
 import numpy as np
 import pytest
 
-from asc.depth import CROSSING, explain_layers
+from asc.concepts import CONFIDENCE_LINE
+from asc.depth import explain_layers
 from asc.viz import COLORSCALE, category_layer_heatmap, figure_html, node_layer_curve, value_color
 
 SRC = "def f(xs):\n    n = 0\n    for x in xs:\n        if x > 0:\n            n += 1\n    return n\n"
@@ -97,11 +98,11 @@ def test_node_curve_is_the_nodes_values_with_the_line(depth):
     np.testing.assert_allclose(np.array(line.y, dtype=float), depth.values[:, node])
     assert list(line.marker.color) == [value_color(v) for v in depth.values[:, node]]
     (hline,) = [s for s in fig.layout.shapes if s.y0 == s.y1]
-    assert hline.y0 == CROSSING
+    assert hline.y0 == CONFIDENCE_LINE
     (vline,) = [s for s in fig.layout.shapes if s.x0 == s.x1]
     assert vline.x0 == 0
     assert f"Node {node} " in fig.layout.title.text
-    hits = np.flatnonzero(np.nan_to_num(depth.values[:, node], nan=-1) >= CROSSING)
+    hits = np.flatnonzero(np.nan_to_num(depth.values[:, node], nan=-1) >= CONFIDENCE_LINE)
     rings = [t for t in fig.data if t.name == "crossing"]
     if len(hits):
         assert list(rings[0].x) == [hits[0]] and f"first ≥ 0.6 at layer {hits[0]}" in fig.layout.title.text
