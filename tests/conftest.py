@@ -117,6 +117,22 @@ def _local_mode(monkeypatch):
     private_writes(False)
 
 
+# ------------------------------------------------------------------------------------------ AppTest modules
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by markers
+def pytest_collection_modifyitems(config, items):
+    """Mark ``apptest`` every test of a module that drives the app through Streamlit's AppTest (``make test-stress``
+    reruns them with the browser tests, beside a CPU-bound process)."""
+    uses: dict[Path, bool] = {}
+    for item in items:
+        path = Path(item.path)
+        if path not in uses:
+            uses[path] = path.suffix == ".py" and "AppTest" in path.read_text(encoding="utf-8")
+        if uses[path]:
+            item.add_marker(pytest.mark.apptest)
+
+
 # ------------------------------------------------------------------------------------------ models and runs
 
 
