@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: app study test test-fast lint bench setup browser docs-data clean
+.PHONY: app study test test-fast test-stress lint bench setup browser docs-data clean
 
 setup: $(STAMP)
 
@@ -52,12 +52,26 @@ docs-data:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3.11-doc >/dev/null; \
 	  else echo "python3.11-doc is missing and we are not root: the BLANCA FAQ tests will be skipped"; fi; }
 
+# two workers (not --dist loadgroup: pytest-xdist 3.8 ignores its groups under pytest 9.2, pytest-xdist#1386)
+XDIST := -n 2
+
 test: setup browser docs-data lint
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q $(XDIST) --durations=30
 
 # the edit loop: no real-model, no browser, no slow tests (under a minute)
 test-fast: setup
-	$(PY) -m pytest -q -n 2 -m "not real and not browser and not slow"
+	$(PY) -m pytest -q $(XDIST) -m "not real and not browser and not slow"
+
+# the browser and AppTest tests (markers browser, apptest) three rounds in a row beside a CPU-bound process, as on a
+# busy 2-core machine; the target fails if any test failed in any round
+STRESS_ROUNDS ?= 3
+test-stress: setup browser docs-data
+	@$(PY) -c 'while True: pass' & hog=$$!; trap 'kill $$hog' EXIT; failed=0; \
+	for round in $$(seq $(STRESS_ROUNDS)); do \
+	  echo "== test-stress: round $$round of $(STRESS_ROUNDS), beside a CPU-bound process (pid $$hog)"; \
+	  $(PY) -m pytest -q $(XDIST) -p no:cacheprovider -m "browser or apptest" || failed=$$((failed + 1)); \
+	done; \
+	echo "== test-stress: $$failed of $(STRESS_ROUNDS) rounds had failures"; test $$failed -eq 0
 
 bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_pipeline.py

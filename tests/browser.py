@@ -1,17 +1,26 @@
-"""What the browser tests share: Debian's chromium, a free port, a Streamlit server started and awaited.
+"""What the browser tests share: Debian's chromium, a free port, a Streamlit server started and awaited, and the
+waits that keep them from flaking on a loaded 2-core machine.
 
 Plain functions (fixtures live in the test files): :func:`start_app` starts a server and waits for its
 health check; :func:`chromium` launches Debian's chromium through Playwright (never a downloaded browser).
+
+Waiting: a check waits for the very element it asserts (Playwright's ``expect(locator)``, which retries until its
+timeout), never for a sibling and never for a fixed time. :func:`open_page` opens a session whose page counts the
+script runs that finished; :func:`rerun` does an action that reruns the script and returns once that rerun has
+finished (``[data-test-script-state]`` alone cannot tell: right after a click it still reads ``notRunning`` until the
+server answers); :func:`choose` picks a selectbox option with the keyboard. Timeouts: :data:`SHOWN` for an element
+of a page, :data:`MODEL_RUN` for what a model run in the app produces.
 """
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,6 +28,18 @@ from tests.helpers import ROOT
 
 CHROMIUM = "/usr/bin/chromium"
 OUT = ROOT / "test-output"  # server logs and screenshots
+SHOWN = 120_000  # ms an element may take to show on a loaded 2-core machine (a rerun, a lazy-loaded widget, plotly)
+MODEL_RUN = 420_000  # ms for what a model run in the app produces (SmolLM2 or Gemma on the CPU, a one-click demo)
+
+#: Counts, in ``window.__ascRunsDone``, the script runs (and fragment runs) that finished in this page: every change
+#: of the app's ``data-test-script-state`` away from ``running``.
+_COUNT_RUNS = """
+new MutationObserver(records => {
+  for (const r of records) if (r.oldValue === 'running') window.__ascRunsDone = (window.__ascRunsDone || 0) + 1;
+}).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                      attributeFilter: ['data-test-script-state']});
+"""
+_IDLE = "document.querySelector(\"[data-testid='stApp']\")?.getAttribute('data-test-script-state') === 'notRunning'"
 
 
 def free_port() -> int:
@@ -83,3 +104,53 @@ def chromium() -> Iterator:
 
 def has_chromium() -> bool:
     return Path(CHROMIUM).exists()
+
+
+def open_page(browser, url: str, title: str, **kwargs):
+    """A new session on ``url`` (a page of 1500 x 1100 px) once its title ``title`` shows and its first run has
+    finished (a fresh session reports idle before its first run starts, so the title comes first). ``kwargs`` go to
+    ``browser.new_page``. Actions on the page wait up to :data:`SHOWN` for their element."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(**{"viewport": {"width": 1500, "height": 1100}, **kwargs})
+    page.set_default_timeout(SHOWN)
+    page.add_init_script(_COUNT_RUNS)
+    page.goto(url)
+    expect(page.locator("h1", has_text=title)).to_be_visible(timeout=SHOWN)
+    idle(page)
+    return page
+
+
+def idle(page, timeout: float = SHOWN) -> None:
+    """Until no script run is going on in ``page``: before an action, so it does not land in a page being redrawn.
+    Not a proof that an action's rerun is over (see :func:`rerun`)."""
+    page.wait_for_function(_IDLE, timeout=timeout)
+
+
+def rerun(page, action: Callable[[], object], timeout: float = SHOWN) -> None:
+    """Do ``action`` (a click or a key that reruns the script, or a fragment of it) and return once that run has
+    finished: one more finished run than before, and none going on. A page from :func:`open_page` only."""
+    before = page.evaluate("window.__ascRunsDone || 0")
+    action()
+    page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=before, timeout=timeout)
+
+
+def choose(page, key: str, typed: str, option: re.Pattern | str, timeout: float = SHOWN) -> None:
+    """Pick an option of the selectbox with key ``key`` by keyboard: type ``typed`` into it (its list opens, filtered
+    and sorted by match), wait until the list's first option reads ``option`` (a regex searched in its text, or the
+    whole text), press Enter (which takes that option) and wait for the rerun; then the box shows the option.
+
+    Not a click on the option: the list floats over the page, re-positions and is virtualized, so a click can wait
+    for an option that is never both visible and still; the keyboard takes the option the filter put first."""
+    from playwright.sync_api import expect
+
+    pattern = option if isinstance(option, re.Pattern) else re.compile(f"^{re.escape(option)}$")
+    idle(page, timeout)
+    box = page.locator(f".st-key-{key} input[role='combobox']")
+    if pattern.search(box.input_value()):
+        return  # already chosen: choosing it again would start no rerun
+    box.click()
+    box.fill(typed)
+    expect(page.get_by_role("listbox").get_by_role("option").first).to_have_text(pattern, timeout=timeout)
+    rerun(page, lambda: box.press("Enter"), timeout)
+    expect(box).to_have_value(pattern, timeout=timeout)

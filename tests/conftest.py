@@ -1,5 +1,9 @@
 """Shared fixtures: the in-process tiny random model, with and without a BOS token; small real runs.
 
+The real runs are session fixtures, built once per pytest-xdist worker; :func:`humaneval40` (a minute of SmolLM2),
+read by tests on either worker, is built once for the whole session (the first worker builds it under a lock, the
+other waits for it and reads it: pytest-xdist's recipe for a session fixture).
+
 Every test runs offline (``HF_HUB_OFFLINE=1`` is set before transformers is imported).
 
 A guard fails any test that loads an embedded real model (SmolLM2, Gemma, MiniLM), directly or through
@@ -10,6 +14,7 @@ random model, local folders and hub ids are not guarded. The guard sees loads in
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sys
 from pathlib import Path
@@ -112,6 +117,22 @@ def _local_mode(monkeypatch):
     private_writes(False)
 
 
+# ------------------------------------------------------------------------------------------ AppTest modules
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by markers
+def pytest_collection_modifyitems(config, items):
+    """Mark ``apptest`` every test of a module that drives the app through Streamlit's AppTest (``make test-stress``
+    reruns them with the browser tests, beside a CPU-bound process)."""
+    uses: dict[Path, bool] = {}
+    for item in items:
+        path = Path(item.path)
+        if path not in uses:
+            uses[path] = path.suffix == ".py" and "AppTest" in path.read_text(encoding="utf-8")
+        if uses[path]:
+            item.add_marker(pytest.mark.apptest)
+
+
 # ------------------------------------------------------------------------------------------ models and runs
 
 
@@ -137,6 +158,25 @@ def runs_dir(tmp_path_factory):
     run_corpus(load_model("smollm2-135m"), snippets, root / "smol", corpus="humaneval", progress=False)
     run_corpus(tiny_random_model(), snippets, root / "tiny", corpus="humaneval", progress=False)
     return root
+
+
+@pytest.fixture(scope="session")
+def humaneval40(tmp_path_factory, request):
+    """The run folder of the real SmolLM2 on the first 40 HumanEval problems (the eval demo's run; tests: ``real``),
+    built once per session: under pytest-xdist in the workers' common temporary folder, by the first worker that
+    asks (holding a lock the others wait on). Tests only read it."""
+    from asc import load_corpus, load_model, run_corpus
+
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if hasattr(request.config, "workerinput") else base  # a worker's: the workers' common folder
+    out, done = root / "humaneval40" / "smol", root / "humaneval40.done"
+    with open(root / "humaneval40.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            run_corpus(load_model("smollm2-135m"), load_corpus("humaneval", limit=40), out, corpus="humaneval",
+                       progress=False)
+            done.touch()
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from asc.corpus import category_table, load_run, run_corpus
+from asc.corpus import category_table, load_run
 from asc.corpus.sources import load_corpus
 from asc.explain import explain
 from asc.models import load_model
@@ -110,13 +110,11 @@ def test_gemma_bos_gets_no_prediction_and_first_token_does():
     assert 0 not in set(binding_pairs(ex.alignment)[1].tolist())  # BOS is never bound to a node
 
 
-def test_humaneval_scope_above_natural_language(smol, tmp_path):
-    snippets = load_corpus("humaneval", limit=20)
-    run_corpus(smol, snippets, tmp_path / "he", corpus="humaneval", progress=False)
-    run = load_run(tmp_path / "he")
+def test_humaneval_scope_above_natural_language(humaneval40):
+    run = load_run(humaneval40)  # SmolLM2 on the first 40 HumanEval problems (tests/conftest.py)
     from asc.corpus.runs import load_digest
 
-    assert len(run.snippets) == 20
+    assert len(run.snippets) == 40
     table = category_table(load_digest(run.path), ["Scope", "Natural Language"], n_boot=300).set_index("category")
     assert table.loc["Scope", "median"] > table.loc["Natural Language", "median"]
     assert table.loc["Scope", "ci_low"] > table.loc["Natural Language", "ci_high"]

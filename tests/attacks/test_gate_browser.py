@@ -7,6 +7,9 @@ listed and *Start* wrote a run folder. Hole 2: on loopback every account of the 
 Each test starts its own server and visits the legacy addresses first, while nobody has got past the gate
 (so Streamlit is still in its legacy routing), then the current ones. Every visit is a new browser context
 (a new session, no cookies). The visitor must see the password (or token) box and nothing of the app.
+The legacy addresses are visited one after the other (the first visit ends the legacy routing for the server);
+the current ones load side by side, each in its own context, and are checked once all have started: every check
+waits for its own page's box.
 """
 
 from __future__ import annotations
@@ -18,7 +21,17 @@ import time
 
 import pytest
 
-from tests.browser import OUT, chromium, free_port, has_chromium, launcher_command, start_app, stop, streamlit_command
+from tests.browser import (
+    OUT,
+    chromium,
+    free_port,
+    has_chromium,
+    idle,
+    launcher_command,
+    start_app,
+    stop,
+    streamlit_command,
+)
 from tests.helpers import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
@@ -37,13 +50,38 @@ def _env(tmp_path, **extra: str) -> dict:
 
 def _visit(browser, url: str, box: str):
     """A new session on ``url``: waits for the ``box`` input (the gate), then for the script to finish."""
+    page = _start(browser, url)
+    _gated(page, box)
+    return page
+
+
+def _start(browser, url: str):
+    """A new session (a new context: no cookies) on ``url``, not yet loaded."""
+    page = browser.new_context().new_page()
+    page.set_default_timeout(TIMEOUT)
+    page.goto(url, wait_until="commit", timeout=TIMEOUT)
+    return page
+
+
+def _gated(page, box: str) -> None:
     from playwright.sync_api import expect
 
-    page = browser.new_context().new_page()
-    page.goto(url)
     expect(page.get_by_label(box, exact=True)).to_be_visible(timeout=TIMEOUT)
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=TIMEOUT)
-    return page
+    idle(page, TIMEOUT)
+
+
+def _every_address_is_gated(browser, port: int, box: str, check=None) -> None:
+    """Visits of every legacy address (one by one), then of every current one (side by side): each shows only the
+    ``box`` (and passes ``check(page)``)."""
+    for batch in [[path] for path in LEGACY] + [CURRENT]:
+        pages = {path: _start(browser, f"http://127.0.0.1:{port}{path}") for path in batch}
+        for path, page in pages.items():
+            _gated(page, box)
+            _shows_nothing_of_the_app(page, path)
+            if check:
+                check(page)
+        for page in pages.values():
+            page.context.close()
 
 
 def _shows_nothing_of_the_app(page, url: str) -> None:
@@ -62,10 +100,7 @@ def test_every_address_of_a_fresh_password_server_asks_for_the_password(tmp_path
                                                    ASC_STUDY_PASSWORD="researcher"), "gate-password.log", port)
     try:
         with chromium() as browser:
-            for path in LEGACY + CURRENT:
-                page = _visit(browser, f"http://127.0.0.1:{port}{path}", "Password")
-                _shows_nothing_of_the_app(page, path)
-                page.context.close()
+            _every_address_is_gated(browser, port, "Password")
             page = _visit(browser, f"http://127.0.0.1:{port}/", "Password")
             page.get_by_label("Password", exact=True).fill("pw")
             page.keyboard.press("Enter")
@@ -106,11 +141,8 @@ def test_a_local_app_asks_every_visitor_for_the_token_make_app_prints(tmp_path):
         processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
         assert token not in processes, "the token is never on a command line"
         with chromium() as browser:
-            for path in LEGACY + CURRENT:
-                page = _visit(browser, f"http://127.0.0.1:{port}{path}", "Access token")
-                _shows_nothing_of_the_app(page, path)
-                expect(page.get_by_text("Trust remote code")).to_have_count(0)
-                page.context.close()
+            _every_address_is_gated(browser, port, "Access token",
+                                    lambda page: expect(page.get_by_text("Trust remote code")).to_have_count(0))
             page = browser.new_context().new_page()
             page.goto(url)
             expect(page.locator("h1", has_text="Completion inspector")).to_be_visible(timeout=TIMEOUT)

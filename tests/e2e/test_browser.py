@@ -1,5 +1,8 @@
 """End-to-end: the real app in Debian's chromium, driven by Playwright, on the SmolLM2 default.
 
+Every check waits for the element it asserts (``expect``, tests/browser.py's timeouts for a loaded 2-core machine);
+actions that rerun the script go through :func:`tests.browser.rerun`, selectboxes through :func:`tests.browser.choose`.
+
 Opens the inspector, explains the example, clicks a node in the partial AST, downloads the tokens
 CSV, turns "Per layer" on and moves the layer slider (heatmap, a node's curve); completes a prompt and branches it
 at a fork point by choosing an alternative (the branch tree, the two trees side by side); opens Compare with the two
@@ -20,7 +23,25 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import OUT, chromium, free_port, has_chromium, launcher_command, start_app, stop
+from asc.corpus.jobs import JobKind
+from tests.browser import (
+    MODEL_RUN,
+    OUT,
+    SHOWN,
+    choose,
+    chromium,
+    free_port,
+    has_chromium,
+    idle,
+    launcher_command,
+    open_page,
+    rerun,
+    start_app,
+    stop,
+)
+from ui import jobs
+
+expect = pytest.importorskip("playwright.sync_api").expect
 
 pytestmark = [pytest.mark.real, pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not has_chromium(), reason="Debian chromium not installed (make test does)")]
@@ -87,54 +108,54 @@ samples:
 """
 
 
-def _idle(page, timeout=180_000):
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
-
-
-def _open(browser, url: str, title: str, **kwargs):
-    """A new session on ``url``, once its page has rendered (a fresh session reports idle before its first run)."""
-    page = browser.new_page(viewport={"width": 1500, "height": 1100}, **kwargs)
-    page.goto(url)
-    page.wait_for_selector(f"h1:has-text('{title}')", timeout=120_000)
-    _idle(page)
-    return page
-
-
-def _charts(page, n: int) -> None:
-    """Wait until ``n`` plotly charts are mounted (they load lazily)."""
-    page.wait_for_function(f"document.querySelectorAll(\"[data-testid='stPlotlyChart']\").length >= {n}",
-                           timeout=60_000)
-
-
 @pytest.fixture(scope="module")
 def browser():
     with chromium() as b:
         yield b
 
 
+def _no_exception(page) -> None:
+    expect(page.locator("[data-testid='stException']")).to_have_count(0)
+
+
+def _at_least(locator, n: int) -> None:
+    """Until ``locator`` matches at least ``n`` elements (the n-th is in the page)."""
+    expect(locator.nth(n - 1)).to_be_attached(timeout=SHOWN)
+
+
+def _drawn(chart) -> None:
+    """Until the plotly chart ``chart`` (a locator) has drawn its figure."""
+    expect(chart.locator(".main-svg").first).to_be_visible(timeout=SHOWN)
+
+
+def _explain(page) -> None:
+    """Press Explain and wait for its result: the summary strip and the sequence view."""
+    rerun(page, lambda: page.get_by_role("button", name="Explain").click(), MODEL_RUN)
+    expect(page.locator("[data-testid='stMetric']").first).to_be_visible(timeout=SHOWN)
+    _at_least(page.locator("pre.asc-seq span[data-token]"), 31)
+    _no_exception(page)
+
+
 def test_inspector_in_chromium(server, browser):
-    page = _open(browser, server, "Completion inspector", accept_downloads=True)
-    page.get_by_role("button", name="Explain").click()
-    page.wait_for_selector("[data-testid='stMetric']", timeout=180_000)
-    _idle(page)
-    assert page.locator("pre.asc-seq span[data-token]").count() > 30
-    assert page.locator("[data-testid='stException']").count() == 0
+    page = open_page(browser, server, "Completion inspector", accept_downloads=True)
+    _explain(page)
 
     # click a node of the partial AST: the details panel names it and the sequence view outlines its tokens
     tree = page.locator(".st-key-tree_partial")
-    tree.scroll_into_view_if_needed()
+    _drawn(tree)
     point = tree.locator(".scatterlayer .trace").nth(1).locator("path.point").nth(2)
-    point.click(force=True)
-    page.wait_for_selector("text=/^Node \\d+: /", timeout=60_000)
-    _idle(page)
-    assert page.locator("pre.asc-seq span[style*='outline:2px']").count() >= 1
+    rerun(page, lambda: point.click(force=True))
+    expect(page.get_by_text(re.compile(r"^Node \d+: "))).to_be_visible(timeout=SHOWN)
+    expect(page.locator("pre.asc-seq span[style*='outline:2px']").first).to_be_visible(timeout=SHOWN)
     tree.screenshot(path=str(OUT / "inspector-tree.png"))
     page.locator("pre.asc-seq").screenshot(path=str(OUT / "inspector-sequence.png"))
 
     # download the tokens CSV
-    page.get_by_text("Export").click()
-    with page.expect_download() as dl:
-        page.get_by_role("button", name="Tokens CSV").click()
+    page.get_by_text("Export", exact=True).click()
+    button = page.get_by_role("button", name="Tokens CSV")
+    expect(button).to_be_visible(timeout=SHOWN)
+    with page.expect_download(timeout=SHOWN) as dl:
+        button.click()
     rows = list(csv.DictReader(io.StringIO(Path(dl.value.path()).read_text(encoding="utf-8"))))
     assert rows and {"index", "text", "prob", "rank", "entropy"} <= set(rows[0])
     assert rows[0]["text"] == "def" and rows[0]["prob"] == ""  # SmolLM2 adds no BOS: no prediction
@@ -146,39 +167,32 @@ def test_inspector_in_chromium(server, browser):
 def test_inspector_per_layer_in_chromium(server, browser):
     """"Per layer (logit lens)" on SmolLM2: the layer slider defaults to the output (30), moving it to the embeddings
     recolors the views, the category x layer heatmap renders with the shown layer outlined, a node's curve appears."""
-    page = _open(browser, server, "Completion inspector")
-    page.get_by_role("button", name="Explain").click()
-    page.wait_for_selector("[data-testid='stMetric']", timeout=180_000)
-    _idle(page)
-    page.locator(".st-key-per_layer").get_by_text("Per layer (logit lens)").click()
+    page = open_page(browser, server, "Completion inspector")
+    _explain(page)
+    rerun(page, lambda: page.locator(".st-key-per_layer").get_by_text("Per layer (logit lens)").click(), MODEL_RUN)
     heatmap = page.locator(".st-key-depth_heatmap")
-    heatmap.wait_for(timeout=180_000)
-    _idle(page)
-    heatmap.locator(".main-svg").first.wait_for(timeout=60_000)
-    assert heatmap.locator("g.hm, g.heatmaplayer image, .heatmaplayer").count() >= 1  # the heatmap trace is drawn
+    _drawn(heatmap)
+    expect(heatmap.locator("g.hm, g.heatmaplayer image, .heatmaplayer").first).to_be_attached()  # the heatmap trace
     thumb = page.locator(".st-key-depth_layer input[type='range']")  # the slider's (visually hidden) input
-    assert thumb.input_value() == "30" and thumb.get_attribute("max") == "30"
+    expect(thumb).to_have_value("30")
+    expect(thumb).to_have_attribute("max", "30")
     before = page.locator("pre.asc-seq").inner_html()
     thumb.focus()
-    page.keyboard.press("Home")  # to layer 0: the embeddings
-    page.wait_for_selector("text=/at layer 0$/", timeout=60_000)
-    _idle(page)
-    assert thumb.input_value() == "0"
-    assert page.locator("pre.asc-seq").inner_html() != before  # the sequence view shows layer 0's probabilities
-    assert page.locator("[data-testid='stException']").count() == 0
+    rerun(page, lambda: page.keyboard.press("Home"))  # to layer 0: the embeddings
+    expect(page.get_by_text(re.compile(r"at layer 0$"))).to_be_visible(timeout=SHOWN)
+    expect(thumb).to_have_value("0")
+    # the sequence view shows layer 0's probabilities
+    page.wait_for_function("html => document.querySelector('pre.asc-seq')?.innerHTML !== html", arg=before,
+                           timeout=SHOWN)
+    _no_exception(page)
     heatmap.scroll_into_view_if_needed()
     heatmap.screenshot(path=str(OUT / "inspector-per-layer-heatmap.png"))
 
     # a node picked from the list: its value across layers as a curve
-    combo = page.locator(".st-key-node_pick input[role='combobox']")
-    combo.click()
-    combo.fill("4: param")  # the list opens, filtered
-    page.locator("[role='option']", has_text=re.compile(r"^4: parameters")).click()
+    choose(page, "node_pick", "4: param", re.compile(r"^4: parameters"))
     curve = page.locator(".st-key-depth_curve")
-    curve.wait_for(timeout=60_000)
-    _idle(page)
-    curve.locator(".main-svg").first.wait_for(timeout=60_000)
-    assert curve.locator(".scatterlayer .trace").count() >= 1
+    _drawn(curve)
+    expect(curve.locator(".scatterlayer .trace").first).to_be_attached()
     curve.screenshot(path=str(OUT / "inspector-per-layer-node.png"))
     page.screenshot(path=str(OUT / "inspector-per-layer.png"))
     page.close()
@@ -188,89 +202,78 @@ def test_inspector_branches_in_chromium(server, browser):
     """Complete a prompt with SmolLM2, choose the model's third alternative where the trunk wrote `for` and branch:
     the branch tree shows the trunk and the branch, the views show the branch, the two trees stand side by side
     with their differences; a click on the trunk's point in the branch tree opens it again."""
-    page = _open(browser, server, "Completion inspector")
+    page = open_page(browser, server, "Completion inspector")
     code = page.locator(".st-key-code textarea")
     code.fill("def count_chars(string, character):\n    count = 0\n")
-    code.press("Control+Enter")
-    _idle(page)
-    page.get_by_role("button", name="Complete").click()
-    page.locator(".st-key-br_go").wait_for(timeout=180_000)
-    _idle(page)
-    page.locator("pre.asc-seq span[data-fork]").first.wait_for(timeout=60_000)  # fork points marked
-    # branch where the trunk wrote its loop (the default, the most uncertain fork point, is often whitespace)
-    combo = page.locator(".st-key-br_at input[role='combobox']")
-    combo.click()
-    combo.fill("for'")  # the list opens, filtered
-    page.locator("[role='option']", has_text=re.compile(r"^\d+: ' ?for' ")).first.click()
-    _idle(page)
+    rerun(page, lambda: code.press("Control+Enter"))  # the editor's text reaches the script
+    rerun(page, lambda: page.get_by_role("button", name="Complete").click(), MODEL_RUN)
+    expect(page.locator(".st-key-br_go")).to_be_visible(timeout=SHOWN)
+    expect(page.locator("pre.asc-seq span[data-fork]").first).to_be_attached(timeout=SHOWN)  # fork points marked
+    # branch where the trunk wrote its loop (the default, the most uncertain fork point, is often whitespace): the
+    # token's label reads "<index>: ' for' (p=...)" (its whitespace maybe drawn as a visible symbol)
+    choose(page, "br_at", "for'", re.compile(r"^\d+: '.?for' "))
     options = page.locator(".st-key-br_choice label").filter(has_text="p=")  # the five alternatives
-    options.nth(4).wait_for(timeout=60_000)
-    assert options.count() == 5
-    options.nth(2).click()  # the model's third choice
-    _idle(page)
-    page.locator(".st-key-br_go").get_by_role("button", name="Branch").click()
-    compare = page.locator(".st-key-br_cmp_tree_1")
-    compare.wait_for(timeout=180_000)
-    _idle(page)
-    assert page.locator("[data-testid='stException']").count() == 0
+    expect(options).to_have_count(5, timeout=SHOWN)
+    options.nth(2).click()  # the model's third choice (the second is the default)
+    expect(options.nth(2).locator("input")).to_be_checked()
+    idle(page)
+    rerun(page, lambda: page.locator(".st-key-br_go").get_by_role("button", name="Branch").click(), MODEL_RUN)
+    expect(page.locator(".st-key-br_cmp_tree_1")).to_be_visible(timeout=MODEL_RUN)
+    _no_exception(page)
     chart = page.locator(".st-key-br_tree_chart")
     chart.scroll_into_view_if_needed()
-    chart.locator(".main-svg").first.wait_for(timeout=60_000)
+    _drawn(chart)
     points = chart.locator(".scatterlayer .trace").nth(1).locator("path.point")
-    assert points.count() == 2  # the trunk and the branch
-    assert page.get_by_text(re.compile(r"^Branch 1: ")).count() == 1  # the new branch is open in the views
+    expect(points).to_have_count(2)  # the trunk and the branch
+    expect(page.get_by_text(re.compile(r"^Branch 1: "))).to_have_count(1)  # the new branch is open in the views
     chart.screenshot(path=str(OUT / "inspector-branch-tree.png"))
     for k in (0, 1):
-        page.locator(f".st-key-br_cmp_tree_{k}").locator(".main-svg").first.wait_for(timeout=60_000)
-    assert page.get_by_text(re.compile(r"changed\. First divergence: ")).count() == 1  # the trees differ
-    assert page.locator(".st-key-br_diff [data-testid='stDataFrame']").count() == 1  # the nodes that differ
+        _drawn(page.locator(f".st-key-br_cmp_tree_{k}"))
+    expect(page.get_by_text(re.compile(r"changed\. First divergence: "))).to_have_count(1)  # the trees differ
+    expect(page.locator(".st-key-br_diff [data-testid='stDataFrame']")).to_have_count(1)  # the nodes that differ
     page.locator(".st-key-br_compare").screenshot(path=str(OUT / "inspector-branch-compare.png"))
 
-    points.nth(0).click(force=True)  # open the trunk again from the branch tree
-    page.get_by_text(re.compile(r"^Branch 1: ")).wait_for(state="detached", timeout=60_000)
-    _idle(page)
-    shown = page.locator(".st-key-br_open_pick").evaluate(  # the select's text, or its input's value
-        "e => e.innerText + ' ' + Array.from(e.querySelectorAll('input')).map(i => i.value).join(' ')")
-    assert "trunk" in shown and "branch 1" not in shown
-    assert page.locator("[data-testid='stException']").count() == 0
+    rerun(page, lambda: points.nth(0).click(force=True))  # open the trunk again from the branch tree
+    expect(page.get_by_text(re.compile(r"^Branch 1: "))).to_have_count(0)
+    shown = page.locator(".st-key-br_open_pick input[role='combobox']")  # "Showing": the trunk
+    expect(shown).to_have_value(re.compile("trunk"))
+    assert "branch 1" not in shown.input_value()
+    _no_exception(page)
     page.screenshot(path=str(OUT / "inspector-branches.png"), full_page=True)
     page.close()
 
 
 def test_compare_two_embedded_models_in_chromium(server, browser):
-    page = _open(browser, server + "/compare-models", "Compare models on one snippet")
-    from playwright.sync_api import expect
-
+    page = open_page(browser, server + "/compare-models", "Compare models on one snippet")
     chosen = page.locator(".st-key-cmp_models")  # the two embedded models are preselected
-    expect(chosen).to_contain_text("smollm2-135m", timeout=60_000)
+    expect(chosen).to_contain_text("smollm2-135m", timeout=SHOWN)
     expect(chosen).to_contain_text("gemma3-270m")
-    page.get_by_role("button", name="Compare").click()
-    page.wait_for_selector("text=Nodes where they disagree most", timeout=300_000)
-    _idle(page, 300_000)
-    assert page.locator("[data-testid='stException']").count() == 0
-    _charts(page, 3)  # two model trees + the difference tree
+    rerun(page, lambda: page.get_by_role("button", name="Compare").click(), MODEL_RUN)
+    expect(page.get_by_text("Nodes where they disagree most")).to_be_visible(timeout=MODEL_RUN)
+    _no_exception(page)
+    _at_least(page.locator("[data-testid='stPlotlyChart']"), 3)  # two model trees + the difference tree
     diff = page.locator(".st-key-cmpbox_diff")
     diff.scroll_into_view_if_needed()
+    _drawn(diff)
     diff.screenshot(path=str(OUT / "compare-difference.png"))
     page.close()
 
 
 def test_global_page_in_chromium(server, browser):
-    page = _open(browser, server + "/global-asc-eval", "Global AsC-Eval")
-    page.wait_for_selector("text=AsC-Eval per model (Table I)", timeout=120_000)
-    assert page.locator("[data-testid='stException']").count() == 0
-    from playwright.sync_api import expect
-
+    page = open_page(browser, server + "/global-asc-eval", "Global AsC-Eval")
+    expect(page.get_by_text("AsC-Eval per model (Table I)")).to_be_visible(timeout=SHOWN)
+    _no_exception(page)
     chosen = page.locator(".st-key-results")  # the runs shown: the newest per model and corpus, preselected
     try:  # widgets are lazy-loaded components: they may still be skeletons right after the run ends
-        expect(chosen).to_contain_text("smollm2-135m", timeout=30_000)
+        expect(chosen).to_contain_text("smollm2-135m", timeout=60_000)
     except AssertionError:  # seen rarely on this busy machine: the skeletons never resolve; a reload renders them
         page.reload()
-        page.wait_for_selector("text=AsC-Eval per model (Table I)", timeout=120_000)
-        expect(chosen).to_contain_text("smollm2-135m", timeout=60_000)
-    _charts(page, 3)
+        expect(page.get_by_text("AsC-Eval per model (Table I)")).to_be_visible(timeout=SHOWN)
+        expect(chosen).to_contain_text("smollm2-135m", timeout=SHOWN)
     charts = page.locator("[data-testid='stPlotlyChart']")
+    _at_least(charts, 3)
     charts.first.scroll_into_view_if_needed()
+    _drawn(charts.first)
     charts.first.screenshot(path=str(OUT / "global-bars.png"))
     page.close()
 
@@ -285,30 +288,27 @@ def test_gluecode_page_in_chromium(server, browser, runs_dir):
     tasks = ["NPATH", "OPS", "NAME", "CALL", "NULL"]
     items = runs.build_or_load(folder, "toy", tasks, 4, 0, lambda task, *_: (gluecode_items(task), {}))
     runs.run_gluecode(load_model("smollm2-135m"), items, folder, task_set="toy-4-seed0", contexts=["function", "file"])
-    page = _open(browser, server + "/benchmark-tasks", "Benchmark tasks (glueCode)")
-    page.wait_for_selector("text=Trivial baselines", timeout=120_000)
-    assert page.locator("[data-testid='stException']").count() == 0
+    page = open_page(browser, server + "/benchmark-tasks", "Benchmark tasks (glueCode)")
+    expect(page.get_by_text("Trivial baselines")).to_be_visible(timeout=SHOWN)
+    _no_exception(page)
     page.get_by_role("tab", name="By context level").click()
-    _charts(page, 1)
-    page.locator("[data-testid='stPlotlyChart']").first.screenshot(path=str(OUT / "gluecode-context.png"))
+    context = page.locator("[data-testid='stPlotlyChart']").filter(visible=True).first  # the tab's figure
+    _drawn(context)
+    context.screenshot(path=str(OUT / "gluecode-context.png"))
     # an item: candidates ranked, the function explained by the sidebar's SmolLM2, the answer outlined
     page.get_by_role("tab", name="Items").click()
     tree = page.locator(".st-key-gc_treebox")
-    tree.wait_for(timeout=180_000)
-    _idle(page)
-    assert page.locator("[data-testid='stException']").count() == 0
-    assert page.locator("pre.asc-seq span[data-token]").count() > 10  # the function, token by token
-    assert page.get_by_text("Outlined: node").count() == 1  # NPATH's answer: the function_definition node
+    expect(tree.locator(".js-plotly-plot")).to_have_count(1, timeout=MODEL_RUN)
+    _no_exception(page)
+    _at_least(page.locator("pre.asc-seq span[data-token]"), 11)  # the function, token by token
+    expect(page.get_by_text("Outlined: node")).to_have_count(1)  # NPATH's answer: the function_definition node
     tree.scroll_into_view_if_needed()
-    assert tree.locator(".js-plotly-plot").count() == 1
     page.screenshot(path=str(OUT / "gluecode-item.png"))
     page.close()
 
 
 def test_blanca_page_in_chromium(server, browser, runs_dir):
     # a small real BLANCA run (MiniLM, hand-made items of the five tasks) where the server's page reads it
-    from playwright.sync_api import expect
-
     from asc.models import load_model
     from probes.blanca.build import load_task_set
     from probes.blanca.runs import run_blanca
@@ -316,29 +316,25 @@ def test_blanca_page_in_chromium(server, browser, runs_dir):
 
     folder = runs_dir / "blanca"
     run_blanca(load_model("minilm-l6"), load_task_set(write_blanca_set(folder)), folder)
-    page = _open(browser, server + "/text-about-code", "Text about code (BLANCA)")
-    page.wait_for_selector("text=Every metric with its 95% bootstrap interval", timeout=120_000)
-    assert page.locator("[data-testid='stException']").count() == 0
-    expect(page.locator("[data-testid='stDataFrame']").first).to_be_visible(timeout=120_000)  # the paper-style table
-    _charts(page, 1)
+    page = open_page(browser, server + "/text-about-code", "Text about code (BLANCA)")
+    expect(page.get_by_text("Every metric with its 95% bootstrap interval")).to_be_visible(timeout=SHOWN)
+    _no_exception(page)
+    expect(page.locator("[data-testid='stDataFrame']").first).to_be_visible(timeout=SHOWN)  # the paper-style table
     bars = page.locator("[data-testid='stPlotlyChart']").first
     bars.scroll_into_view_if_needed()
-    assert "BLANCA per task" in bars.locator(".gtitle").text_content()
+    expect(bars.locator(".gtitle")).to_contain_text("BLANCA per task", timeout=SHOWN)
     bars.screenshot(path=str(OUT / "blanca-summary.png"))
     # R: another question of the test split draws its own ranked answers
     page.get_by_role("tab", name="R: ranked answers").click()
     ranked = page.locator(".st-key-bl_fig_ranked")
-    ranked.wait_for(timeout=60_000)
     tests = [it for it in blanca_items("R") if it.split == "test"]
 
     # while Streamlit reruns, the old figure can linger beside the new one: wait for the title we want, not for one
-    expect(ranked.locator(".gtitle").filter(has_text=f"question {tests[0].id} ").first).to_be_visible(timeout=120_000)
-    page.locator(".st-key-bl_r_question").click()
-    page.get_by_role("option", name=tests[1].question).click()
-    _idle(page)
-    expect(ranked.locator(".gtitle").filter(has_text=f"question {tests[1].id} ").first).to_be_visible(timeout=120_000)
-    assert page.get_by_text(tests[1].question, exact=True).count() >= 1  # the question's text under the figure
-    assert page.locator("[data-testid='stException']").count() == 0
+    expect(ranked.locator(".gtitle").filter(has_text=f"question {tests[0].id} ").first).to_be_visible(timeout=SHOWN)
+    choose(page, "bl_r_question", tests[1].question, re.compile(re.escape(tests[1].question)))
+    expect(ranked.locator(".gtitle").filter(has_text=f"question {tests[1].id} ").first).to_be_visible(timeout=SHOWN)
+    expect(page.get_by_text(tests[1].question, exact=True).first).to_be_visible()  # the question under the figure
+    _no_exception(page)
     page.screenshot(path=str(OUT / "blanca-ranked.png"))
     page.close()
 
@@ -346,67 +342,71 @@ def test_blanca_page_in_chromium(server, browser, runs_dir):
 def test_inspector_address_opens_the_inspector_in_chromium(fresh_server, browser):
     # the root opens the inspector at its own address. A server started as make app starts it (ui/serve.py) has no
     # legacy pages/-folder routing, so not even its very first session is answered "Page not found"
-    from playwright.sync_api import expect
-
-    page = _open(browser, fresh_server, "Completion inspector")
-    page.wait_for_url("**/inspector", timeout=60_000)
+    page = open_page(browser, fresh_server, "Completion inspector")
+    page.wait_for_url("**/inspector", timeout=SHOWN)
     expect(page.get_by_text("Page not found")).to_have_count(0)
     page.close()
-    page = _open(browser, fresh_server + "/inspector", "Completion inspector")
+    page = open_page(browser, fresh_server + "/inspector", "Completion inspector")
     expect(page.get_by_text("Page not found")).to_have_count(0)
     assert page.url.rstrip("/").endswith("/inspector")
     page.close()
 
 
+@pytest.mark.timeout(900)  # the demo is a real SmolLM2 run: minutes on a loaded machine
 def test_global_demo_on_a_fresh_install_in_chromium(fresh_server, browser):
-    from playwright.sync_api import expect
-
-    page = _open(browser, fresh_server + "/global-asc-eval", "Global AsC-Eval")  # maybe the server's first session
-    page.wait_for_selector("text=No results yet", timeout=60_000)
+    page = open_page(browser, fresh_server + "/global-asc-eval", "Global AsC-Eval")  # maybe the server's first session
+    expect(page.get_by_text("No results yet")).to_be_visible(timeout=SHOWN)
     expect(page.get_by_text("Page not found")).to_have_count(0)
-    assert page.locator(".js-plotly-plot").count() == 0
+    expect(page.locator(".js-plotly-plot")).to_have_count(0)
     started = time.time()
-    page.get_by_role("button", name=re.compile(r"^Run a small demo")).click()
-    page.wait_for_selector("[data-testid='stProgress']", timeout=60_000)  # the job panel shows the run
+    button = page.get_by_role("button", name=jobs.demo_label(JobKind.EVAL))
+    expect(button).to_be_visible(timeout=SHOWN)
+    assert re.search(rf"\bup to {jobs.DEMO_MINUTES[JobKind.EVAL]} minutes\b", button.inner_text())  # its promise
+    button.click()
+    expect(page.locator("[data-testid='stProgress']").first).to_be_visible(timeout=SHOWN)  # the job panel shows it
     # the panel reruns the page when the run ends: the figures come without a click
-    page.wait_for_selector(".js-plotly-plot", timeout=300_000)
-    print(f"global demo: figures {time.time() - started:.0f} s after the click")
-    _idle(page)
-    assert page.locator("[data-testid='stException']").count() == 0
-    assert page.get_by_text("No results yet").count() == 0
-    page.wait_for_selector("text=AsC-Eval per model (Table I)", timeout=60_000)
+    expect(page.get_by_text("AsC-Eval per model (Table I)")).to_be_visible(timeout=2 * MODEL_RUN)
+    expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=SHOWN)
+    # the time is printed, never asserted: speed is a benchmark's job (under load the same demo took 28 s and 177 s
+    # for 8 of its 40 snippets); the timeout above only fails a demo that hangs
+    print(f"global demo: figures {time.time() - started:.0f} s after the click "
+          f"(the button states {jobs.DEMO_MINUTES[JobKind.EVAL]} min)")
+    idle(page)
+    _no_exception(page)
+    expect(page.get_by_text("No results yet")).to_have_count(0)
     page.screenshot(path=str(OUT / "global-demo.png"))
     page.close()
 
 
 def test_participant_then_researcher_in_chromium(study_server, browser):
-    page = _open(browser, study_server, "Rate a visualization")
-    assert page.locator("[data-testid='stSidebar']").count() == 0  # participants get no sidebar or navigation
-    page.get_by_role("button", name="Start the study").click()
-    page.get_by_role("button", name="I agree and want to take part").click()
+    page = open_page(browser, study_server, "Rate a visualization")
+    expect(page.locator("[data-testid='stSidebar']")).to_have_count(0)  # participants get no sidebar or navigation
+    rerun(page, lambda: page.get_by_role("button", name="Start the study").click())
+    rerun(page, lambda: page.get_by_role("button", name="I agree and want to take part").click())
     page.get_by_text("Expert").click()
-    page.get_by_role("button", name="Continue").click()
+    rerun(page, lambda: page.get_by_role("button", name="Continue").click(), MODEL_RUN)
     for n, level in ((1, "Agree"), (2, "Strongly agree")):
-        page.wait_for_selector(f"text=Sample {n} of 2", timeout=60_000)
-        _idle(page)
-        assert page.locator("pre.asc-seq span[data-token]").count() > 5  # group S1: the token sequence
+        expect(page.get_by_text(f"Sample {n} of 2")).to_be_visible(timeout=MODEL_RUN)  # the model completes it
+        _at_least(page.locator("pre.asc-seq span[data-token]"), 6)  # group S1: the token sequence
+        idle(page)
         page.get_by_text(level, exact=True).click()
         if n == 2:
             page.get_by_label("Anything else? (optional)").fill("colors help")
-        page.get_by_role("button", name="Submit and continue").click()
-    page.wait_for_selector("text=Your answers are saved under the code", timeout=60_000)
+        rerun(page, lambda: page.get_by_role("button", name="Submit and continue").click(), MODEL_RUN)
+    expect(page.get_by_text("Your answers are saved under the code")).to_be_visible(timeout=SHOWN)
     code = page.url.split("code=")[1][:8]
     page.screenshot(path=str(OUT / "study-participant.png"))
     page.close()
 
-    admin = _open(browser, study_server + "/study-results", "Study results", accept_downloads=True)
-    assert admin.locator("[data-testid='stDataFrame']").count() == 0  # nothing without the password
+    admin = open_page(browser, study_server + "/study-results", "Study results", accept_downloads=True)
+    expect(admin.locator("[data-testid='stDataFrame']")).to_have_count(0)  # nothing without the password
     admin.get_by_label("Researcher password").fill("e2e-secret")
-    admin.get_by_label("Researcher password").press("Enter")
-    admin.wait_for_selector("text=Agreement per group and question (Table III)", timeout=60_000)
-    _idle(admin)
-    with admin.expect_download() as dl:
-        admin.get_by_role("button", name="All responses (CSV)").click()
+    rerun(admin, lambda: admin.get_by_label("Researcher password").press("Enter"))
+    expect(admin.get_by_text("Agreement per group and question (Table III)")).to_be_visible(timeout=SHOWN)
+    button = admin.get_by_role("button", name="All responses (CSV)")
+    expect(button).to_be_visible(timeout=SHOWN)
+    with admin.expect_download(timeout=SHOWN) as dl:
+        button.click()
     rows = list(csv.DictReader(io.StringIO(Path(dl.value.path()).read_text(encoding="utf-8"))))
     mine = [r for r in rows if r["code"] == code]
     assert {(r["sample_id"], r["question_id"], r["value"]) for r in mine} == {

@@ -31,14 +31,6 @@ def snippets():
 
 
 @pytest.fixture(scope="module")
-def ray_local():
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
-@pytest.fixture(scope="module")
 def reference(tiny, snippets, tmp_path_factory):
     out = tmp_path_factory.mktemp("engines") / "local"
     run_corpus(tiny, snippets, out, corpus="humaneval", batch_size=4, progress=False)

@@ -221,16 +221,11 @@ def test_a_stopped_run_resumes_to_the_same_forks(forked, tiny, snippets, tmp_pat
 
 
 @pytest.mark.slow
-def test_ray_writes_the_same_forks(forked, snippets, tmp_path):
-    ray = pytest.importorskip("ray")
+def test_ray_writes_the_same_forks(ray_local, forked, snippets, tmp_path):
     from asc.corpus.engines import run_corpus_ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        out = run_corpus_ray("tiny-random", snippets, tmp_path / "ray", corpus="humaneval", batch_size=4, workers=2,
-                             progress=False, forks=MID)
-    finally:
-        ray.shutdown()
+    out = run_corpus_ray("tiny-random", snippets, tmp_path / "ray", corpus="humaneval", batch_size=4, workers=2,
+                         progress=False, forks=MID)
     for table in ("forks", "tokens", "nodes"):
         a, b = pd.read_parquet(forked / table), pd.read_parquet(out / table)
         pd.testing.assert_frame_equal(a, b)

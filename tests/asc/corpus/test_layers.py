@@ -92,16 +92,11 @@ def test_cli_eval_layers_prints_the_layer_summary(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_ray_writes_the_same_layers(layered, snippets, tmp_path):
-    ray = pytest.importorskip("ray")
+def test_ray_writes_the_same_layers(ray_local, layered, snippets, tmp_path):
     from asc.corpus.engines import run_corpus_ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        out = run_corpus_ray("tiny-random", snippets, tmp_path / "ray", corpus="humaneval", batch_size=4, workers=2,
-                             progress=False, layers=True)
-    finally:
-        ray.shutdown()
+    out = run_corpus_ray("tiny-random", snippets, tmp_path / "ray", corpus="humaneval", batch_size=4, workers=2,
+                         progress=False, layers=True)
     keys = ["snippet_id", "layer", "node"]
     a = pd.read_parquet(layered / "layers").sort_values(keys).reset_index(drop=True)
     b = pd.read_parquet(out / "layers").sort_values(keys).reset_index(drop=True)
