@@ -141,13 +141,17 @@ def _token_label(ex: Explanation, i: int, forks: ForkPoints | None) -> str:
 
 def _default_at(node: BranchNode, forks: ForkPoints | None) -> int:
     """The most uncertain fork point of the generated part whose token is not whitespace (where the model
-    hesitated between indentations, its alternatives look alike and a branch changes nothing visible)."""
+    hesitated between indentations, its alternatives look alike and a branch changes nothing visible); without a
+    fork point, the first generated token that is not whitespace."""
     n = len(node.completion.ids)
     first = min(node.fork_index + (0 if node.branch is None else 1), n - 1)
     ranked = most_uncertain(forks, len(forks.indices), first=first) if forks is not None else []
     text = node.explanation.scores.text
     best = [int(i) for i in ranked if text[i].strip()] or [int(i) for i in ranked]
-    return best[0] if best else max(1, first)
+    if best:
+        return best[0]
+    # no fork point: the first generated token that is not whitespace
+    return next((i for i in range(max(1, first), n) if text[i].strip()), max(1, first))
 
 
 def _at_node_token() -> None:

@@ -24,9 +24,10 @@ def test_the_default_branch_point_skips_whitespace_forks():
     # only whitespace forks: the most uncertain of them
     texts[4] = "  "
     assert branches_view._default_at(_node(texts), forks) == 2
-    # no fork point: the first generated token
+    # no fork point: the first generated token that is not whitespace (tokens 1 and 2 are)
     none = ForkPoints(margin=margin, entropy=np.full(6, 1.0), is_fork=np.zeros(6, bool))
-    assert branches_view._default_at(_node(texts), none) == 1
+    assert branches_view._default_at(_node(texts), none) == 3
+    assert branches_view._default_at(_node(["def f(x):", "\n", " "]), None) == 1  # all whitespace: the first
 
 
 def test_token_labels_draw_whitespace():
