@@ -119,7 +119,9 @@ head = p3.number_input("Head", 0, run.scores.hits["test"].shape[4] - 1, best[1],
 sample = run.samples[pick]
 try:
     with st.spinner("Computing attention for this snippet..."):
-        _, word_attn = cache.snippet_attention(run.meta.get("spec", run.model), sample.code)
+        # the sidebar's hardware, as the inspector loads this model: one cache key for the model in both
+        _, word_attn = cache.snippet_attention(run.meta.get("spec", run.model), sample.code,
+                                               **widgets.placement())
 except AscError as err:
     st.error(str(err))
     st.stop()

@@ -19,7 +19,7 @@ from probes.gluecode.browse import CONFUSION_TASKS, answered, candidate_table, c
 from probes.gluecode.figures import CONTEXT_LABELS, candidates_figure, confusion_figure, context_figure
 from probes.gluecode.items import CONTEXTS, NO_WARNING, TASK_SUMMARY, TASKS
 from probes.gluecode.runs import gluecode_job, table2
-from probes.gluecode.zeroshot import accuracy_table, baselines, predictions_frame
+from probes.gluecode.zeroshot import baselines, predictions_frame
 from ui import cache, charts, gate, guards, jobs, widgets
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
@@ -89,7 +89,7 @@ if not predictions:
     st.stop()
 all_items = [it for task_items in items_by_task.values() for it in task_items]
 try:
-    accuracy = accuracy_table(predictions)
+    accuracy = cache.gluecode_accuracy(folder, shown, tuple(items_by_task))  # bootstrapped once per change
     trivial = baselines(all_items)
 except AscError as err:
     st.error(str(err))

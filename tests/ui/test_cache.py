@@ -92,3 +92,27 @@ def test_the_change_stamp_moves_when_a_file_is_added_removed_or_rewritten(tmp_pa
     empty = run_stamp(run)
     (run / "snippets" / "part-00000.parquet").write_bytes(b"x")
     assert run_stamp(run) != empty  # a growing run's new chunk refreshes its tables
+
+
+def test_the_gluecode_accuracy_is_bootstrapped_once_per_change_of_the_predictions(monkeypatch, tmp_path):
+    """The page asked for the accuracy table (1,000 bootstrap resamples) on every rerun; now once per change."""
+    import os
+    from types import SimpleNamespace
+
+    from probes.gluecode import runs, zeroshot
+    from ui import cache
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(runs, "load_predictions", lambda path, task_set: [SimpleNamespace(task="OPS"),
+                                                                          SimpleNamespace(task="CALL")])
+    monkeypatch.setattr(zeroshot, "accuracy_table", lambda predictions: calls.append([p.task for p in predictions]))
+    file = tmp_path / "smollm2" / "algorithms-100-seed0" / "OPS-function.jsonl"
+    file.parent.mkdir(parents=True)
+    file.write_text("{}\n")
+    for _ in range(3):  # three reruns of the page
+        cache.gluecode_accuracy(tmp_path, "algorithms-100-seed0", ("OPS",))
+    assert calls == [["OPS"]]  # once, and only the shown tasks
+    file.write_text("{}\n{}\n")  # the run wrote another chunk
+    os.utime(file, ns=(1, 1))
+    cache.gluecode_accuracy(tmp_path, "algorithms-100-seed0", ("OPS",))
+    assert len(calls) == 2

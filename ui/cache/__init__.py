@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ui.cache.blanca import blanca_finetuned, blanca_scores, blanca_summary, blanca_task_sets
 from ui.cache.branches import cached_branch, cached_explore, cached_tests
-from ui.cache.gluecode import gluecode_items, gluecode_predictions
+from ui.cache.gluecode import gluecode_accuracy, gluecode_items, gluecode_predictions
 from ui.cache.inspect_probes import attention_run, probe_results, snippet_attention
 from ui.cache.models import (
     ModelSlot,
@@ -41,6 +41,6 @@ __all__ = [
     "CAUSAL_KEEP", "ModelSlot", "attention_run", "blanca_finetuned", "blanca_scores", "blanca_summary",
     "blanca_task_sets", "bundle_for", "cached_branch", "cached_complete", "cached_digest", "cached_explain",
     "cached_explain_layers", "cached_explore", "cached_run", "cached_summary", "cached_tests", "causal_result",
-    "change_stamp", "fork_table", "get_bundle", "get_job_bundle", "gluecode_items", "gluecode_predictions",
+    "change_stamp", "fork_table", "get_bundle", "get_job_bundle", "gluecode_accuracy", "gluecode_items", "gluecode_predictions",
     "layer_summary", "probe_results", "run_stamp", "snippet_attention",
 ]

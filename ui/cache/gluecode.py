@@ -20,11 +20,29 @@ def _gluecode_predictions(path: str, task_set: str, stamp: str) -> list:
     return load_predictions(path, task_set)
 
 
+def _prediction_files(path: Path, task_set: str) -> list[Path]:
+    return [p for p in path.glob(f"*/{task_set}/*-*.jsonl") if p.parts[-3] != "tasks"] if path.is_dir() else []
+
+
 def gluecode_predictions(path: Path, task_set: str) -> list:
     """Every glueCode prediction of one task set under ``path`` (all models, tasks, levels), re-read when one
     of its prediction files changes."""
-    files = [p for p in path.glob(f"*/{task_set}/*-*.jsonl") if p.parts[-3] != "tasks"] if path.is_dir() else []
-    return _gluecode_predictions(str(path), task_set, change_stamp(files))
+    return _gluecode_predictions(str(path), task_set, change_stamp(_prediction_files(path, task_set)))
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _gluecode_accuracy(path: str, task_set: str, tasks: tuple[str, ...], stamp: str):
+    from probes.gluecode.zeroshot import accuracy_table
+
+    predictions = [p for p in gluecode_predictions(Path(path), task_set) if p.task in tasks]
+    return accuracy_table(predictions)
+
+
+def gluecode_accuracy(path: Path, task_set: str, tasks: tuple[str, ...]):
+    """The accuracy table (with its 1,000-resample bootstrap intervals) of one task set's predictions of ``tasks``:
+    computed once per change of the prediction files, not on every rerun of the page."""
+    return _gluecode_accuracy(str(path), task_set, tuple(sorted(tasks)),
+                              change_stamp(_prediction_files(path, task_set)))
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
