@@ -17,6 +17,7 @@ hold: one that accepts connections and never says a word.
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 from pathlib import Path
 
@@ -50,6 +51,16 @@ class SilentServer:
         self.sock.close()
         for conn in self.accepted:
             conn.close()
+
+
+@pytest.fixture(autouse=True)
+def no_ray_running():
+    """No Ray running in this process: the corpus tests share one per worker (tests/asc/corpus/conftest.py), and
+    the engine reuses a running Ray instead of looking its address up, which these tests check (in a CI run the
+    job went on to load its model and failed on that instead)."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
 
 
 @pytest.fixture

@@ -1,18 +1,30 @@
 """Fixtures of the corpus tests: one local Ray per pytest-xdist worker for every Ray-engine test.
 
 Starting Ray takes seconds (its processes, then the actors' imports), so the tests that run the Ray engine share
-one local Ray (two CPUs, no dashboard) for the session of their worker instead of starting one each.
+one local Ray (two CPUs, no dashboard) in their worker instead of starting one each. A test elsewhere may shut it
+down (``tests/attacks/test_ray_address.py`` needs a process without Ray: a running Ray is reused, never looked up),
+so each use starts it again when it is not running; the worker's session shuts it down at its end.
 """
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
 
 @pytest.fixture(scope="session")
-def ray_local():
-    """A local Ray, started here (the engine leaves a Ray it did not start running) and shut down at the end."""
+def _ray_session():
+    yield
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
+
+
+@pytest.fixture
+def ray_local(_ray_session):
+    """A local Ray, started here if none runs in this process (the engine leaves a Ray it did not start running)."""
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    return ray
