@@ -9,6 +9,7 @@ their comparison are ``ui.branches_view``.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import streamlit as st
 
@@ -19,6 +20,7 @@ from asc.generate import FEW_TOKENS, first_lines, stop_message
 from asc.viz import category_figure, figure_html, sequence_html, standalone_html, tree_figure
 from asc.viz.tables import token_table, weakest_table
 from ui import branches_view, cache, charts, depth_view, gate, guards, widgets
+from ui.results import Decoding, InspectorResult
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
@@ -79,30 +81,29 @@ if do_complete or do_explain:
                 if do_complete:
                     comp, ex = cache.cached_complete(*args, code, max_new, temperature, top_p, int(seed), settings.language,
                                                   settings.aggregate, settings.device, settings.dtype)
-                    result = {"ex": ex, "n_prompt": comp.n_prompt, "stop": comp.stop_reason, "comp": comp,
-                              "decoding": {"max_new_tokens": max_new, "temperature": temperature, "top_p": top_p,
-                                           "seed": int(seed)}}
+                    result = InspectorResult(ex, settings.model, settings, comp,
+                                             Decoding(max_new, temperature, top_p, int(seed)))
                 else:
-                    result = {"ex": cache.cached_explain(*args, code, settings.language, settings.aggregate,
-                                                         settings.device, settings.dtype),
-                              "n_prompt": None, "stop": None}
-            st.session_state["result"] = {**result, "model": settings.model, "settings": settings}
+                    result = InspectorResult(cache.cached_explain(*args, code, settings.language, settings.aggregate,
+                                                                  settings.device, settings.dtype),
+                                             settings.model, settings)
+            st.session_state["result"] = result
             st.session_state["selected"] = None
     except (AscError, ValueError) as err:
         st.error(str(err))  # the previous result stays below
 
 result = st.session_state.get("result")
-if result is None:
+if not isinstance(result, InspectorResult):
     st.info("Pick an example (or type code) and press **Explain** to score it as is, or **Complete** to let the "
             "model continue it.")
     st.stop()
 
-st.caption(f"Model **{result['model']}** · aggregation **{result['ex'].aggregate}** · language "
-           f"**{result['ex'].tree.language}**")
+st.caption(f"Model **{result.model}** · aggregation **{result.ex.aggregate}** · language "
+           f"**{result.ex.tree.language}**")
 branches = branches_view.tree_of(result)  # this tab's trunk and branches (None for Explain)
 opened = branches_view.open_picker(branches)  # the trunk or a branch: what the views below show
-ex = opened.explanation if opened else result["ex"]
-n_prompt = opened.completion.n_prompt if opened else result["n_prompt"]
+ex = opened.explanation if opened else result.ex
+n_prompt = opened.completion.n_prompt if opened else result.n_prompt
 if ex.scores.n_windows > 1:
     st.info(f"The text is longer than the model's window: scored in {ex.scores.n_windows} overlapping windows, "
             "every token with at least half a window of left context.")
@@ -116,8 +117,9 @@ m[1].metric("Perplexity", f"{ex.perplexity:.2f}")
 m[2].metric("Tokens", ex.scores.n_tokens if n_prompt is None else f"{n_prompt} + {ex.scores.n_tokens - n_prompt}")
 m[3].metric("AST nodes", ex.tree.n_nodes)
 if n_prompt is not None:
-    completion = opened.completion if opened else result["comp"]
-    stopped = stop_message(completion, (result.get("decoding") or {}).get("max_new_tokens"))
+    completion = opened.completion if opened else result.completion
+    assert completion is not None  # n_prompt is set by Complete only
+    stopped = stop_message(completion, result.decoding.max_new_tokens if result.decoding else None)
     if completion.stop_reason == "function_end" and len(completion.ids) - completion.n_prompt < FEW_TOKENS:
         st.info(stopped)  # looks as if nothing happened: say why, and what to do
     else:
@@ -134,7 +136,8 @@ with s2:
                                 "category": st.column_config.TextColumn(width=120),
                                 "value": st.column_config.TextColumn(width=55)})
 
-layers = depth_view.load({**result, "ex": ex, "n_prompt": n_prompt}, settings)
+layers = depth_view.load(replace(result, ex=ex, completion=opened.completion if opened else result.completion),
+                         settings)  # the branch shown, if one is
 fork_cfg = branches_view.fork_settings()
 
 

@@ -28,11 +28,13 @@ from asc.errors import AscError
 from asc.explain import Explanation
 from asc.export import csv_text
 from asc.forks import ForkPoints, ForkSettings, fork_points, most_uncertain, node_fork_rate
+from asc.generate import Completion
 from asc.humaneval_check import confidence_split, find_problem
 from asc.treediff import ast_diff
 from asc.viz import branch_compare_figures, branch_tree_figure, figure_html
 from asc.viz.html import visible_whitespace
 from ui import access, cache, charts, widgets
+from ui.results import InspectorResult
 
 FORK_HELP = ("A fork point is a token where the model hesitated: the margin between its first and second choice "
              "is below the first threshold (default 0.1: nearly a coin flip), or the entropy of its prediction "
@@ -72,20 +74,22 @@ def colour_options(shown: Explanation, forks: ForkPoints | None) -> dict[str, An
     return {"values": node_fork_rate(shown, forks), "colorscale": "Purples", "value_label": "fork rate"}
 
 
-def _key(result: dict) -> tuple:
-    comp, ex = result["comp"], result["ex"]
-    return result["model"], comp.text, comp.ids.tobytes(), ex.aggregate, ex.tree.language
+def _key(result: InspectorResult, comp: Completion) -> tuple:
+    ex = result.ex
+    return result.model, comp.text, comp.ids.tobytes(), ex.aggregate, ex.tree.language
 
 
-def tree_of(result: dict) -> BranchTree | None:
+def tree_of(result: InspectorResult) -> BranchTree | None:
     """This tab's branch tree of ``result`` (started from its completion, kept until another result is shown);
     None for a text explained as it is (branches start from a completion)."""
-    if result.get("comp") is None:
+    comp = result.completion
+    if comp is None:
         return None
-    key = _key(result)
+    key = _key(result, comp)
     kept = st.session_state.get(STATE)
     if kept is None or kept[0] != key:
-        kept = (key, BranchTree.start(result["comp"], result["ex"], result.get("decoding")))
+        kept = (key, BranchTree.start(comp, result.ex,
+                                           result.decoding.to_dict() if result.decoding else None))
         st.session_state[STATE] = kept
         st.session_state.pop("br_open_pick", None)
     return kept[1]
@@ -173,11 +177,11 @@ def _alternatives(ex: Explanation, at: int) -> dict[int, str]:
             for k, (t, p, i) in enumerate(zip(s.top_text[at], s.top_probs[at], s.top_ids[at], strict=False))}
 
 
-def _run(result: dict) -> dict:
+def _run(result: InspectorResult) -> dict:
     """The arguments every cached branch call shares: model, placement, language, aggregation."""
-    chosen: widgets.Settings = result["settings"]
-    return {"spec": result["model"], "trust_remote_code": chosen.trust_remote_code, "language": result["ex"].tree.language,
-            "aggregate": result["ex"].aggregate, "device": chosen.device, "dtype": chosen.dtype}
+    chosen = result.settings
+    return {"spec": result.model, "trust_remote_code": chosen.trust_remote_code, "language": result.ex.tree.language,
+            "aggregate": result.ex.aggregate, "device": chosen.device, "dtype": chosen.dtype}
 
 
 def _decoding(tree: BranchTree) -> tuple[float, float, int]:
@@ -194,7 +198,7 @@ def _add(tree: BranchTree, parent: int, made: list) -> None:
     st.rerun()
 
 
-def _controls(result: dict, tree: BranchTree, node: BranchNode, fork_cfg: ForkSettings) -> None:
+def _controls(result: InspectorResult, tree: BranchTree, node: BranchNode, fork_cfg: ForkSettings) -> None:
     """Pick a token and an alternative (or type one), Branch; Explore forks."""
     ex = node.explanation
     forks = fork_marks(ex, fork_cfg)
@@ -319,7 +323,7 @@ def _tests(tree: BranchTree) -> None:
                f"({int(split['n_passing'])}), failing {_fmt(split['mean_failing'])} ({int(split['n_failing'])}).")
 
 
-def section(result: dict, tree: BranchTree | None, node: BranchNode | None, fork_cfg: ForkSettings) -> None:
+def section(result: InspectorResult, tree: BranchTree | None, node: BranchNode | None, fork_cfg: ForkSettings) -> None:
     """The Branches section (module doc)."""
     st.subheader("Branches")
     if tree is None or node is None:

@@ -21,6 +21,7 @@ from asc.explain import Explanation
 from asc.export import csv_text
 from asc.viz import category_layer_heatmap, figure_html, node_layer_curve
 from ui import cache
+from ui.results import InspectorResult
 from ui.widgets import Settings
 
 LABEL = "layer (0 = embeddings, L = output)"
@@ -37,16 +38,16 @@ class Layers:
     vocab: dict[int, str]
 
 
-def load(result: dict, settings: Settings) -> Layers | None:
+def load(result: InspectorResult, settings: Settings) -> Layers | None:
     """The "Per layer" toggle; when on, the per-layer AsC-Eval of the result shown (its text, model, language
     and aggregation), else None. A model without a lens (an encoder, an unknown architecture) gets an info."""
     if not st.toggle("Per layer (logit lens)", value=False, key="per_layer", help=TOGGLE_HELP):
         return None
-    ex: Explanation = result["ex"]
-    chosen: Settings = result.get("settings") or settings
+    ex: Explanation = result.ex
+    chosen: Settings = result.settings or settings
     try:
         with st.spinner("Running the logit lens over every layer..."):
-            depth, vocab = cache.cached_explain_layers(result["model"], chosen.trust_remote_code, ex.source,
+            depth, vocab = cache.cached_explain_layers(result.model, chosen.trust_remote_code, ex.source,
                                                        ex.tree.language, ex.aggregate, chosen.device, chosen.dtype)
     except InputError as err:
         st.info(f"Per-layer values are not available for this model: {err}")
@@ -54,7 +55,7 @@ def load(result: dict, settings: Settings) -> Layers | None:
     except AscError as err:
         st.error(str(err))
         return None
-    if result.get("n_prompt") is not None:
+    if result.n_prompt is not None:
         st.caption("Per layer, the completed text is scored as it is (as *Explain* does), re-tokenized: the "
                    "output layer can differ slightly from the completion's own scores above.")
     return Layers(depth, vocab)

@@ -47,7 +47,7 @@ def _seq(app):
 
 def test_explain_marks_fork_points_and_trees_switch_to_fork_rate(app, tiny):
     button(app, "Explain").click().run()
-    ex = app.session_state["result"]["ex"]
+    ex = app.session_state["result"].ex
     forks = fork_points(ex.scores)
     assert forks.is_fork.any()
     assert _seq(app).count('data-fork="1"') == int(forks.is_fork.sum())
@@ -94,7 +94,7 @@ def test_branch_by_choosing_an_alternative(completed):
     points = next(t for t in chart["data"] if t.get("name") == "branches")
     assert points["customdata"] == [0, 1] and points["x"] == [trunk.n_prompt, at]
     assert app.selectbox(key="br_open_pick").value == 1
-    assert app.session_state["result"]["comp"] is not None
+    assert app.session_state["result"].completion is not None
     assert html_text(_seq(app)).startswith(node.completion.text[:20])
     assert any(c.value.startswith("Branch 1:") for c in app.caption)
 
