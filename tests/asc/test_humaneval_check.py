@@ -44,9 +44,9 @@ def test_texts_that_complete_no_prompt_are_refused():
 
 def test_confidence_split_by_outcome():
     split = confidence_split([True, False, True, False], [0.9, 0.5, 0.7, math.nan])
-    assert split["mean_passing"] == pytest.approx(0.8) and split["mean_failing"] == pytest.approx(0.5)
-    assert split["difference"] == pytest.approx(0.3) and split["n_failing"] == 1
-    assert math.isnan(confidence_split([True], [0.4])["mean_failing"])
+    assert split.mean_passing == pytest.approx(0.8) and split.mean_failing == pytest.approx(0.5)
+    assert split.difference == pytest.approx(0.3) and (split.n_passing, split.n_failing) == (2, 1)
+    assert math.isnan(confidence_split([True], [0.4]).mean_failing)
     with pytest.raises(InputError, match="one value per run"):
         confidence_split([True], [])
 
