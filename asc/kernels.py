@@ -9,8 +9,9 @@ at 414k, while one read of the bfloat16 logits allows about 5.3M (measured on th
 :func:`row_stats` reads each row of logits once, in their own dtype, in a Triton kernel: per lane an
 online maximum ``m``, sum of ``exp(x - m)``, sum of ``exp(x - m) * x`` (for the entropy
 ``H = logsumexp - E[x]``) and the count of logits above the target's (rank = count + 1, ties not
-counted, as in the eager path); lanes merge at the end. The top-k alternatives come from
-``torch.topk`` on the same logits (a second read), their probabilities from the kernel's logsumexp.
+counted, as in the eager path); lanes merge at the end. The top-k alternatives come from a two-stage
+``torch.topk`` on the same logits (:func:`top_k`, a second read), their probabilities from the kernel's
+logsumexp. The first GPU report (``docs/gpu-report.md``) measured each part.
 
 The kernel runs only for CUDA tensors and only where Triton imports. Any other case, and a kernel
 that fails to compile or launch (logged once, then the eager path for the rest of the process), use
@@ -28,6 +29,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 BLOCK = 2048  # vocabulary entries per lane block: 8 per thread at 8 warps
+CHUNK = 1024  # entries per block of the two-stage top-k
 _state = {"failed": False}
 
 
@@ -100,6 +102,27 @@ def row_stats(logits: Any, targets: Any) -> tuple[Any, Any, Any, Any]:
         _kernel()[(n,)](logits, targets, out[0], out[1], rank, lse, logits.stride(0), n_vocab=vocab, BLOCK=BLOCK,
                         num_warps=8)
     return out[0], out[1], rank, lse
+
+
+def top_k(logits: Any, k: int) -> tuple[Any, Any]:
+    """``logits.topk(k)`` over the last axis of (n, V) in two stages: the top k of each block of :data:`CHUNK`
+    entries (many short rows, which GPUs sort far faster than a few 262k-wide ones), then the top k of those
+    candidates and of the last ``V % CHUNK`` entries. The same values; among equal values another id may win."""
+    import torch
+
+    n, vocab = logits.shape
+    main = vocab - vocab % CHUNK
+    if main < 16 * CHUNK or logits.stride(1) != 1:
+        return logits.topk(k, dim=-1)
+    blocks = logits.as_strided((n, main // CHUNK, CHUNK), (logits.stride(0), CHUNK, 1))
+    values, ids = blocks.topk(k, dim=-1)
+    ids = ids + torch.arange(0, main, CHUNK, device=logits.device)[None, :, None]
+    values, ids = values.reshape(n, -1), ids.reshape(n, -1)
+    if main < vocab:
+        values = torch.cat([values, logits[:, main:]], 1)
+        ids = torch.cat([ids, torch.arange(main, vocab, device=logits.device).expand(n, -1)], 1)
+    top, pick = values.topk(k, dim=-1)
+    return top, ids.gather(1, pick)
 
 
 def disable(err: BaseException) -> None:

@@ -192,10 +192,10 @@ def _fused_stats(logits: Any, targets: Any, k: int) -> list[np.ndarray]:
     they are (no float32 copy); the same five arrays as the eager path."""
     import torch
 
-    from asc.kernels import row_stats
+    from asc.kernels import row_stats, top_k
 
     logprob, entropy, rank, lse = row_stats(logits, targets)
-    top_v, top_i = logits.topk(k, dim=-1)
+    top_v, top_i = top_k(logits, k)
     top_p = torch.exp(top_v.float() - lse[:, None])
     return [t.cpu().numpy() for t in (logprob, entropy, rank, top_i, top_p)]
 
