@@ -167,9 +167,9 @@ def token_stats(logits: Any, targets: Any, k: int, budget: int) -> list[np.ndarr
     results move to the CPU, as numpy arrays (logprob, entropy, rank, top-k ids, top-k probs)."""
     from asc import kernels
 
-    if kernels.available(logits):
+    if k == kernels.TOP and kernels.available(logits):
         try:
-            return _fused_stats(logits, targets, k)
+            return _fused_stats(logits, targets)
         except Exception as err:  # a kernel that fails to compile or launch: the eager path, for good
             kernels.disable(err)
     return eager_stats(logits, targets, k, budget)
@@ -187,17 +187,12 @@ def eager_stats(logits: Any, targets: Any, k: int, budget: int) -> list[np.ndarr
     return [torch.cat([p[j] for p in parts]).cpu().numpy() for j in range(5)]
 
 
-def _fused_stats(logits: Any, targets: Any, k: int) -> list[np.ndarray]:
-    """:func:`token_stats` by the one-pass kernel of :mod:`asc.kernels` plus ``torch.topk`` on the logits as
-    they are (no float32 copy); the same five arrays as the eager path."""
-    import torch
+def _fused_stats(logits: Any, targets: Any) -> list[np.ndarray]:
+    """:func:`token_stats` by the one-pass kernel of :mod:`asc.kernels` (the logits read once, as they are, with
+    no float32 copy); the same five arrays as the eager path."""
+    from asc.kernels import row_stats
 
-    from asc.kernels import row_stats, top_k
-
-    logprob, entropy, rank, lse = row_stats(logits, targets)
-    top_v, top_i = top_k(logits, k)
-    top_p = torch.exp(top_v.float() - lse[:, None])
-    return [t.cpu().numpy() for t in (logprob, entropy, rank, top_i, top_p)]
+    return [t.cpu().numpy() for t in row_stats(logits, targets)]
 
 
 def _plan_batches(rows: list[tuple[np.ndarray, int]], budget_tokens: int) -> list[list[int]]:
