@@ -243,10 +243,10 @@ def cmd_branch(args: argparse.Namespace) -> int:
     """The trunk (the model's continuation of the file up to --at) and one branch forced at its first new token.
     ``--json``: ``{"fork": {line, column, Branch.to_dict() keys, replaced_text}, "trunk": explain layout,
     "branch": explain layout}``."""
-    from asc.branch import BranchSettings, branch, check_choice, mean_value
+    from asc.branching.branches import BranchSettings, branch, check_choice, mean_value
+    from asc.branching.treediff import ast_diff
     from asc.errors import InputError
     from asc.generate import complete, explain_completion
-    from asc.treediff import ast_diff
 
     text = read_source(args.file)
     lines = text.split("\n")

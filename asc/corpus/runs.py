@@ -50,6 +50,7 @@ from typing import Any
 
 from asc.align import AlignOptions
 from asc.atomic import write_atomic
+from asc.branching.forks import ForkSettings
 from asc.concepts import CategoryMap
 from asc.corpus.digest import DIGEST, RunDigest, digest_bytes, read_digest
 from asc.corpus.forks import FORKS_TABLE, settings_entry
@@ -66,7 +67,6 @@ from asc.corpus.resume import (
 from asc.corpus.sources import Snippet
 from asc.corpus.tables import chunk_tables
 from asc.errors import CorpusError
-from asc.forks import ForkSettings
 from asc.lens import lens_scores
 from asc.models import ModelBundle
 from asc.scores import score_texts
