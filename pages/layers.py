@@ -12,8 +12,8 @@ import streamlit as st
 
 from asc import BUILTIN_CORPORA, AscError, embedded_names
 from asc import paths as asc_paths
-from asc.corpus.jobs import JobKind
 from asc.export import csv_text
+from asc.jobs import JobKind
 from asc.viz import figure_html
 from probes.catalog import LAYER_TASK_INFO, LAYER_TASKS, layer_job
 from probes.figures import best_layer_heatmap, confusion_figure, layer_curves, layer_heatmap, normalized_heatmap

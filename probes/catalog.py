@@ -86,7 +86,7 @@ def layer_job(names: Sequence[str], out: str | Path, *, corpus: str = "stdlib", 
               task_files: Sequence[str | Path] = (), pooling: str | None = None, max_tokens: int = PROBE_MAX_TOKENS,
               extra: Sequence[Task] = (), roots: Sequence[Path] | None = None,
               ) -> Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None]:
-    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.corpus.jobs.JobQueue.submit_call`: builds the
+    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.jobs.JobQueue.submit_call`: builds the
     tasks (:func:`build_tasks`; ``extra``: tasks parsed already), then :func:`probes.inspect.layers.run_layers`
     into ``out``."""
     names, task_files, extra = tuple(names), tuple(task_files), tuple(extra)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from asc.corpus.jobs import Job, JobKind, JobQueue
+from asc.jobs import Job, JobKind, JobQueue
 from asc.models import EMBEDDED
 from asc.paths import attention_dir, blanca_dir, default_model, gluecode_dir, layers_dir, runs_dir
 from probes.blanca.runs import blanca_job

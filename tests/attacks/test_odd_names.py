@@ -17,9 +17,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from asc.access import AccessPolicy
-from asc.corpus.jobs import JobKind, JobQueue
 from asc.corpus.sources import load_corpus
 from asc.errors import InputError
+from asc.jobs import JobKind, JobQueue
 from tests.pages.helpers import TINY, button, page
 
 LONG = "a" * 300
@@ -45,7 +45,7 @@ def test_an_os_error_in_a_job_fails_it_with_one_line_and_no_traceback_in_the_log
         load_corpus(corpus, roots=[tmp_path])
 
     queue = JobQueue(lambda spec: spec)
-    with caplog.at_level(logging.WARNING, logger="asc.corpus.jobs"):
+    with caplog.at_level(logging.WARNING, logger="asc.jobs"):
         job = queue.submit_call(JobKind.ATTENTION, "m", "attention maps", tmp_path / "o", call)
         after = queue.submit_call(JobKind.ATTENTION, "m", "next", tmp_path / "o", lambda b, p, s: None)
         assert queue.wait(60)

@@ -102,7 +102,7 @@ def test_data_roots_come_from_the_environment(tmp_path, monkeypatch):
 
 def test_the_app_queue_keeps_runs_inside_the_data_roots(tmp_path, monkeypatch):
     from asc import tiny_random_model
-    from asc.corpus.jobs import JobQueue
+    from asc.jobs import JobQueue
 
     data = tmp_path / "data"
     data.mkdir()

@@ -322,7 +322,7 @@ def _secret_folder(tmp_path: Path) -> Path:
 
 def test_a_forged_eval_job_cannot_read_outside_the_shared_roots(tmp_path):
     """A submission that skipped the page's check is refused by the queue itself (roots=(): built-ins only)."""
-    from asc.corpus.jobs import JobQueue
+    from asc.jobs import JobQueue
     from asc.models import tiny_random_model
 
     queue = JobQueue(lambda spec: tiny_random_model(), roots=lambda: ())

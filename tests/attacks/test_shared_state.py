@@ -57,7 +57,7 @@ def test_a_job_on_another_model_keeps_the_inspectors_model(second_model, tmp_pat
 
 def test_a_job_passes_its_trust_remote_code_to_the_loader(tmp_path):
     from asc import tiny_random_model
-    from asc.corpus.jobs import JobKind, JobQueue
+    from asc.jobs import JobKind, JobQueue
 
     calls: list[tuple[str, bool]] = []
 

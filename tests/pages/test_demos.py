@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from asc.corpus.jobs import JobKind, run_folder
+from asc.jobs import JobKind, run_folder
 from tests.helpers import ATTENTION_CODES
 from tests.pages.helpers import button, charts, page
 from ui import jobs

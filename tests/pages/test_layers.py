@@ -3,7 +3,7 @@
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from asc.corpus.jobs import JobKind
+from asc.jobs import JobKind
 from tests.helpers import toy_task
 from tests.pages.helpers import button, charts, page
 from ui import jobs

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from asc.corpus.jobs import JobKind, JobQueue
+from asc.jobs import JobKind, JobQueue
 from asc.models import tiny_random_model
 from probes.catalog import build_tasks, layer_job
 from probes.inspect import layers as L
