@@ -8,6 +8,15 @@ the embeddings and layer ``L`` the output (equal to :func:`asc.explain.explain`)
 "Crossing": the first layer whose category value reaches :data:`asc.concepts.CONFIDENCE_LINE`
 (0.6, the line the inspector's colour scale is centred on), ``None`` when no layer does. Relative depth
 ``layer / L`` puts models of different depth on one axis.
+
+Vocabulary (one word per concept; "layer" is only the coordinate, never a module's name):
+
+- **lens**: the logit lens itself, each layer's next-token statistics (:mod:`asc.lens`);
+- **depth**: AsC-Eval per layer read through the lens: this module (one snippet), :mod:`asc.corpus.depth` (corpus
+  runs made with ``--layers``, whose table keeps the folder name ``layers/``), :mod:`asc.viz.depth` and
+  :mod:`asc.viz.corpus_depth` (their figures), ``ui/depth_view.py`` (the inspector's section);
+- **probes**: linear probes trained on each layer's hidden states (INSPECT, glueCode's NPATH/NULL):
+  :mod:`probes.inspect.runs` and the *Layer heatmaps* page, ``pages/probes.py``.
 """
 
 from __future__ import annotations

@@ -40,8 +40,8 @@ from typing import Any
 
 from asc.align import AlignOptions
 from asc.branching.forks import ForkSettings
+from asc.corpus.depth import LAYERS_TABLE, chunk_layers, layer_bytes, write_layers
 from asc.corpus.forks import FORKS_TABLE
-from asc.corpus.layers import LAYERS_TABLE, chunk_layers, layer_bytes, write_layers
 from asc.corpus.resume import check_corpus
 from asc.corpus.runs import (
     TABLES,

@@ -41,12 +41,12 @@ def test_the_confidence_line_is_one_constant():
 
     from asc.__main__ import build_parser
     from asc.concepts import CONFIDENCE_LINE
-    from asc.corpus.layers import crossing_table
+    from asc.corpus.depth import crossing_table
 
     assert inspect.signature(LayerExplanation.crossing).parameters["threshold"].default is CONFIDENCE_LINE
     assert inspect.signature(crossing_table).parameters["threshold"].default is CONFIDENCE_LINE
-    from asc.viz import corpus, layers, snippet
-    for figure in (corpus.category_bars, corpus.styled_table, layers.layer_heatmap, layers.depth_curves,
+    from asc.viz import corpus, corpus_depth, snippet
+    for figure in (corpus.category_bars, corpus.styled_table, corpus_depth.layer_heatmap, corpus_depth.depth_curves,
                    snippet.category_figure):
         assert inspect.signature(figure).parameters["threshold"].default is CONFIDENCE_LINE, figure.__name__
     assert build_parser().parse_args(["eval", "--corpus", "algorithms", "--model", "tiny-random", "--out", "o"]).threshold \

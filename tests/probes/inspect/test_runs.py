@@ -1,4 +1,4 @@
-"""probes.inspect.layers: result files, resume, tables, Table III normalization; probes.catalog's task building
+"""probes.inspect.runs: result files, resume, tables, Table III normalization; probes.catalog's task building
 and background job (glueCode's tasks in the catalogue: tests/probes/test_catalog.py).
 
 The command line (``python -m probes layers``) is tested in tests/probes/test_main.py."""
@@ -12,8 +12,8 @@ import pytest
 from asc.jobs import JobKind, JobQueue
 from asc.models import tiny_random_model
 from probes.catalog import build_tasks, layer_job
-from probes.inspect import layers as L
-from probes.inspect.layers import (
+from probes.inspect import runs as L
+from probes.inspect.runs import (
     best_layer_table,
     load_results,
     normalized_table,
