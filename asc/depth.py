@@ -16,7 +16,7 @@ Vocabulary (one word per concept; "layer" is only the coordinate, never a module
   runs made with ``--layers``, whose table keeps the folder name ``layers/``), :mod:`asc.viz.depth` and
   :mod:`asc.viz.corpus_depth` (their figures), ``ui/depth_view.py`` (the inspector's section);
 - **probes**: linear probes trained on each layer's hidden states (INSPECT, glueCode's NPATH/NULL):
-  :mod:`probes.inspect.runs` and the *Layer heatmaps* page, ``pages/probes.py``.
+  :mod:`probes.inspect.runs` and the *Layer heatmaps* page, ``pages/probing.py``.
 """
 
 from __future__ import annotations

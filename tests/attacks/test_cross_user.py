@@ -170,8 +170,8 @@ def test_each_tab_sees_its_own_jobs_and_their_text_is_escaped(monkeypatch, tmp_p
 
     monkeypatch.setenv("ASC_MODEL", "tiny-random")
     monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path / "runs"))
-    mine = AppTest.from_file(page("probes"), default_timeout=120)
-    theirs = AppTest.from_file(page("probes"), default_timeout=120)
+    mine = AppTest.from_file(page("probing"), default_timeout=120)
+    theirs = AppTest.from_file(page("probing"), default_timeout=120)
     mine.run()
     theirs.run()
     token = mine.session_state["asc_tab_token"]

@@ -93,7 +93,7 @@ def test_a_task_file_named_with_a_nul_is_refused_and_nothing_is_submitted(monkey
     monkeypatch.setenv("ASC_MODEL", "tiny-random")
     monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))
     before = len(jobs.job_queue().jobs())
-    at = AppTest.from_file(page("probes"), default_timeout=120)
+    at = AppTest.from_file(page("probing"), default_timeout=120)
     at.run()
     at.multiselect(key="lp_models").set_value(["tiny-random"])
     at.multiselect(key="lp_tasks").set_value([])

@@ -188,7 +188,7 @@ def test_shared_model_pickers_offer_no_text_field(monkeypatch, tmp_path):
     _shared(monkeypatch, ASC_ALLOWED_MODELS="org/extra")
     monkeypatch.setenv("ASC_MODEL", "tiny-random")
     monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))
-    for name, prefix in (("compare", "cmp"), ("global_eval", "run"), ("probes", "lp"), ("attention", "at"),
+    for name, prefix in (("compare", "cmp"), ("global_eval", "run"), ("probing", "lp"), ("attention", "at"),
                          ("gluecode", "gc"), ("blanca", "bl")):
         at = AppTest.from_file(page(name), default_timeout=120)
         at.run()

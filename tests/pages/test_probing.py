@@ -1,4 +1,4 @@
-"""pages/probes.py, Layer heatmaps: how to get results, a probe run through the app's queue, its figures."""
+"""pages/probing.py, Layer heatmaps: how to get results, a probe run through the app's queue, its figures."""
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
@@ -8,7 +8,7 @@ from tests.helpers import toy_task
 from tests.pages.helpers import button, charts, page
 from ui import jobs
 
-LAYERS_PAGE = page("probes")
+LAYERS_PAGE = page("probing")
 
 
 def test_layers_page_without_results_says_how_to_get_them(monkeypatch, tmp_path):
