@@ -8,8 +8,10 @@ import math
 
 import numpy as np
 
-from asc.depth import LayerExplanation, explain_layers
+from asc.depth import LayerExplanation, explain_completion_layers, explain_layers
 from asc.explain import explain, node_values
+from asc.generate import Completion, explain_completion
+from tests.asc.test_lens import split_tokens
 
 SOURCE = "def count(xs):\n    n = 0\n    for x in xs:\n        if x > 0:\n            n += 1\n    return n\n"
 
@@ -25,6 +27,19 @@ def test_last_layer_equals_explain_and_every_layer_is_aggregated(tiny):
     again, _, cats = node_values(depth.lens.prob[1], plain.tree, plain.alignment, load_categories("python"))
     assert np.allclose(depth.values[1], again, equal_nan=True)
     assert np.allclose(depth.category_values[1], [cats[c] for c in plain.categories], equal_nan=True)
+
+
+def test_a_completion_keeps_its_exact_ids_at_every_layer(tiny):
+    ids, start, end = split_tokens(tiny, SOURCE, 6)
+    comp = Completion(prompt=SOURCE[:20], text=SOURCE, ids=ids, start=start, end=end,
+                      special=np.zeros(len(ids), dtype=bool), n_prompt=int(np.searchsorted(start, 20)),
+                      stop_reason="function_end")
+    depth = explain_completion_layers(tiny, comp)
+    output = explain_completion(tiny, comp)
+    assert np.array_equal(depth.lens.output.ids, comp.ids)  # not the text re-tokenized (explain_layers)
+    assert depth.explanation.scores.n_tokens == output.scores.n_tokens == len(ids) != explain(tiny, SOURCE).scores.n_tokens
+    assert np.allclose(depth.values[-1], output.values, equal_nan=True, atol=1e-9)
+    assert np.allclose(depth.explanation.scores.prob, output.scores.prob, equal_nan=True, atol=1e-7)
 
 
 def _fake(curves: list[list[float]]) -> LayerExplanation:

@@ -14,18 +14,14 @@ from asc.branching.branches import Branch, branch, explore_forks
 from asc.branching.forks import ForkPoints
 from asc.branching.humaneval import TestRun
 from asc.generate import Completion, explain_completion
-from ui.cache.models import get_bundle
-
-
-def _completion_key(comp: Completion) -> tuple:
-    return comp.prompt, comp.text, comp.ids.tobytes(), comp.start.tobytes(), comp.end.tobytes(), comp.n_prompt
+from ui.cache.models import completion_key, get_bundle
 
 
 def _forks_key(forks: ForkPoints) -> tuple:
     return forks.is_fork.tobytes(), forks.margin.tobytes(), forks.entropy.tobytes(), forks.settings
 
 
-@st.cache_data(max_entries=64, show_spinner=False, hash_funcs={Completion: _completion_key})
+@st.cache_data(max_entries=64, show_spinner=False, hash_funcs={Completion: completion_key})
 def cached_branch(spec: str, trust_remote_code: bool, trunk: Completion, at: int, choose: int | None,
                   token: str | None, max_new_tokens: int, temperature: float, top_p: float, seed: int, language: str,
                   aggregate: str, device: str = "auto", dtype: str = "auto") -> tuple[Branch, Explanation]:
@@ -37,7 +33,7 @@ def cached_branch(spec: str, trust_remote_code: bool, trunk: Completion, at: int
     return br, explain_completion(bundle, br.completion, language=language, aggregate=aggregate)
 
 
-@st.cache_data(max_entries=16, show_spinner=False, hash_funcs={Completion: _completion_key, ForkPoints: _forks_key})
+@st.cache_data(max_entries=16, show_spinner=False, hash_funcs={Completion: completion_key, ForkPoints: _forks_key})
 def cached_explore(spec: str, trust_remote_code: bool, trunk: Completion, forks: ForkPoints, n: int,
                    max_new_tokens: int, temperature: float, top_p: float, seed: int, language: str, aggregate: str,
                    device: str = "auto", dtype: str = "auto") -> list[tuple[Branch, Explanation]]:
