@@ -12,14 +12,14 @@ from asc.jobs import JobKind, JobQueue, run_folder
 
 
 def _queue():
-    from asc import tiny_random_model
+    from tests.support.models import tiny_random_model
 
     return JobQueue(lambda spec: tiny_random_model())
 
 
 @pytest.mark.slow
 def test_job_queue_runs_in_background_and_resumes(tmp_path, monkeypatch):
-    from asc import tiny_random_model
+    from tests.support.models import tiny_random_model
 
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("\n".join(json.dumps({"id": f"s{i}", "code": f"def f{i}(x):\n    return x + {i}\n"})

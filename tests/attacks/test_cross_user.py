@@ -145,8 +145,8 @@ def test_corpus_figures_escape_model_and_corpus_names():
 
 
 def test_the_queue_records_and_filters_owners(tmp_path):
-    from asc import tiny_random_model
     from asc.jobs import JobKind, JobQueue
+    from tests.support.models import tiny_random_model
 
     queue = JobQueue(lambda spec, trust_remote_code=False: tiny_random_model())
     a = queue.submit_call(JobKind.LAYERS, "m", "a", tmp_path / "a", lambda b, p, s: None, owner="tab-a")

@@ -323,7 +323,7 @@ def _secret_folder(tmp_path: Path) -> Path:
 def test_a_forged_eval_job_cannot_read_outside_the_shared_roots(tmp_path):
     """A submission that skipped the page's check is refused by the queue itself (roots=(): built-ins only)."""
     from asc.jobs import JobQueue
-    from asc.models import tiny_random_model
+    from tests.support.models import tiny_random_model
 
     queue = JobQueue(lambda spec: tiny_random_model(), roots=lambda: ())
     job = queue.submit("tiny-random", str(_secret_folder(tmp_path)), None, tmp_path / "runs")
@@ -335,9 +335,9 @@ def test_a_forged_eval_job_cannot_read_outside_the_shared_roots(tmp_path):
 @pytest.mark.parametrize("kind", ["layers", "attention"])
 def test_forged_probe_jobs_cannot_read_outside_the_shared_roots(tmp_path, kind):
     from asc.errors import AscError
-    from asc.models import tiny_random_model
     from probes.catalog import layer_job
     from probes.codesyntax.attention import attention_job
+    from tests.support.models import tiny_random_model
 
     corpus = str(_secret_folder(tmp_path))
     call = (layer_job(["KTX"], tmp_path / "out", corpus=corpus, size=20, roots=())

@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from asc.jobs import JobKind, JobQueue
-from asc.models import tiny_random_model
 from probes.catalog import build_tasks, layer_job
 from probes.inspect import runs as L
 from probes.inspect.runs import (
@@ -22,6 +21,7 @@ from probes.inspect.runs import (
     run_layers,
 )
 from tests.helpers import toy_task
+from tests.support.models import tiny_random_model
 
 
 def test_run_writes_results_and_resumes(tiny, tmp_path, monkeypatch):
