@@ -27,7 +27,8 @@ if str(ROOT) not in sys.path:  # run from anywhere, not only from the repository
 # the processes tests start (python -m asc, the browser tests' app server, Ray's workers) register the tests'
 # tiny-random model too: their asc.models imports the modules ASC_MODEL_MODULES names, found through PYTHONPATH
 os.environ["ASC_MODEL_MODULES"] = "tests.support.models"
-os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+_paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
+os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *_paths])  # once, also in pytest-xdist's workers
 
 import pytest  # noqa: E402
 
