@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: app study test test-fast test-stress lint bench setup browser docs-data clean
+.PHONY: app study test test-fast test-stress lint bench setup browser docs-data clean gpu-bundle gpu-report-dry
 
 setup: $(STAMP)
 
@@ -72,6 +72,14 @@ test-stress: setup browser docs-data
 	  $(PY) -m pytest -q $(XDIST) -p no:cacheprovider -m "browser or apptest" || failed=$$((failed + 1)); \
 	done; \
 	echo "== test-stress: $$failed of $(STRESS_ROUNDS) rounds had failures"; test $$failed -eq 0
+
+# the GPU report (README, "GPU report"): fill .gpu/ here, then run benchmarks/gpu/run.sh on the GPU machine
+gpu-bundle: setup
+	$(PY) benchmarks/gpu/bundle.py
+
+# the same script on the CPU with tiny sizes (tests/benchmarks/test_gpu_report.py runs it in make test)
+gpu-report-dry: setup
+	OUT=test-output/gpu-report-dry PYTHON=$(PY) benchmarks/gpu/run.sh --dry
 
 bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_pipeline.py

@@ -150,7 +150,7 @@ class _Decoded(dict):
 def top_vocab(lens: LayerScores, tokenizer: Any) -> dict[int, str]:
     """The text of every id in any layer's top-k (what :meth:`LayerExplanation.at` needs to decode them), decoded
     as the output's alternatives are (:func:`asc.scores.vocab_text`): a small table instead of the vocabulary."""
-    table = vocab_text(tokenizer)
+    table = vocab_text(tokenizer, int(lens.top_ids.max(initial=-1)) + 1)
     return {int(i): table[int(i)] for i in np.unique(lens.top_ids) if i >= 0}
 
 

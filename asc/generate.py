@@ -128,7 +128,7 @@ class _FunctionEnd:
 
         text = self.tokenizer.decode(input_ids[0, self.n_prompt:], skip_special_tokens=True)
         done = function_end(self.prompt, text, self.language) is not None
-        return torch.full((input_ids.shape[0],), done, dtype=torch.bool)
+        return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
 
 
 def complete(bundle: ModelBundle, prompt: str, max_new_tokens: int = 64, *, temperature: float = 0.0,

@@ -39,7 +39,17 @@ import numpy as np
 from asc.device import logit_budget, model_device
 from asc.errors import InputError
 from asc.models import ModelBundle
-from asc.scores import TOP_K, TokenScores, encode, micro_batches, token_stats, vocab_text, window_rows, window_size
+from asc.scores import (
+    TOP_K,
+    TokenScores,
+    encode,
+    micro_batches,
+    model_vocab,
+    token_stats,
+    vocab_text,
+    window_rows,
+    window_size,
+)
 
 __all__ = ["LENS_NORMS", "LayerScores", "LensParts", "lens_ids", "lens_parts", "lens_scores"]
 
@@ -203,7 +213,7 @@ def lens_ids(bundle: ModelBundle, source: str, ids: Sequence[int] | np.ndarray, 
         no_pred[0] = True
     logprob[:, no_pred], entropy[:, no_pred], rank[:, no_pred] = np.nan, np.nan, 0
     top_ids[:, no_pred], top_probs[:, no_pred] = -1, np.nan
-    texts = vocab_text(bundle.tokenizer)
+    texts = vocab_text(bundle.tokenizer, model_vocab(bundle))
     last = n_rows - 1
     output = TokenScores(source=source, ids=ids, start=start, end=end, special=special, prob=np.exp(logprob[last]),
                          logprob=logprob[last].copy(), entropy=entropy[last].copy(), rank=rank[last].copy(),

@@ -50,6 +50,7 @@ __all__ = [
     "ModelBundle",
     "cache_dir",
     "embedded_names",
+    "wrap",
     "load_model",
     "make_bundle",
     "register_model",
@@ -334,6 +335,21 @@ def load_model(spec: str = DEFAULT_MODEL, *, trust_remote_code: bool = False, de
     checking that it fits in the device's free memory."""
     target = device_mod.resolve(device, dtype)
     return _place(_load(spec, trust_remote_code, target), *target)
+
+
+def wrap(model: Any, tokenizer: Any, name: str | None = None) -> ModelBundle:
+    """The bundle every function takes, around a ``transformers`` causal LM and its fast tokenizer already in memory
+    (e.g. built with ``from_config`` on a GPU), left on the device and in the dtype they are on. The checks of
+    :func:`load_model` apply: a decoder-only model (:class:`ModelLoadError` otherwise), a fast tokenizer."""
+    import dataclasses
+
+    label = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
+    if not _is_causal(model.config):
+        raise ModelLoadError(f"{label}: not a causal language model; AsC-Eval needs next-token probabilities")
+    bundle = _finish(label, model, tokenizer, "memory")
+    first = next(model.parameters())
+    where = "auto-map" if len(set(getattr(model, "hf_device_map", {}).values())) > 1 else str(first.device)
+    return dataclasses.replace(bundle, device=where, dtype=str(first.dtype).replace("torch.", ""))
 
 
 def _place(bundle: ModelBundle, device: Any, dtype: Any) -> ModelBundle:

@@ -40,7 +40,7 @@ __all__ = [
     "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "blanca_dir",
     "cache_dir", "data_roots", "default_model", "gluecode_dir", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
     "SECRET_VARIABLES", "access_token", "allow_remote_code", "allowed_models", "app_password", "child_environment",
-    "quiet_libraries", "ray_address", "ray_uses_tls", "shared_override", "untrusted_environment",
+    "quiet_libraries", "ray_address", "triton_interpreter", "ray_uses_tls", "shared_override", "untrusted_environment",
 ]
 
 APP_ROOT = Path(__file__).resolve().parent.parent
@@ -200,6 +200,12 @@ def untrusted_environment() -> dict[str, str]:
     (HumanEval's tests on model-generated code, mypy on a user's corpus): what it prints or sends cannot hold
     the server's token or passwords."""
     return {name: value for name, value in os.environ.items() if name not in SECRET_VARIABLES}
+
+
+def triton_interpreter() -> bool:
+    """Whether Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1``, Triton's own variable), so
+    :mod:`asc.kernels` may hand it CPU tensors."""
+    return _env("TRITON_INTERPRET") == "1"
 
 
 def quiet_libraries() -> None:

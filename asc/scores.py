@@ -84,8 +84,10 @@ class TokenScores:
 _VOCAB_TEXT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def vocab_text(tokenizer: Any) -> list[str]:
-    """Every vocabulary id decoded on its own, computed once per tokenizer (for the top-k texts)."""
+def vocab_text(tokenizer: Any, size: int = 0) -> list[str]:
+    """Every vocabulary id decoded on its own, computed once per tokenizer (for the top-k texts). ``size``: the
+    model's own vocabulary size, when larger than the tokenizer's (embedding matrices padded to a multiple of 64
+    or 128, as Qwen2.5's 151,936 rows for 151,665 tokens): the ids no token has read ``<id N>``."""
     table = _VOCAB_TEXT.get(tokenizer)
     if table is None:
         n = len(tokenizer)
@@ -95,7 +97,15 @@ def vocab_text(tokenizer: Any) -> list[str]:
         else:
             table = [tokenizer.decode([i]) for i in range(n)]
         _VOCAB_TEXT[tokenizer] = table
+    if size > len(table):
+        table.extend(f"<id {i}>" for i in range(len(table), size))
     return table
+
+
+def model_vocab(bundle: ModelBundle) -> int:
+    """Rows of the model's output layer (its config's vocabulary size; multimodal configs: the text model's)."""
+    cfg = bundle.model.config
+    return int((cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg).vocab_size)
 
 
 def encode(bundle: ModelBundle, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -152,9 +162,21 @@ def _stats(logits, targets, k: int):
 
 
 def token_stats(logits: Any, targets: Any, k: int, budget: int) -> list[np.ndarray]:
-    """:func:`_stats` over row chunks of the (n, V) logits (any dtype, on the model's device): each chunk is
-    converted to fp32 and kept under ``budget`` bytes with its temporaries; only per-token results move to
-    the CPU, as numpy arrays (logprob, entropy, rank, top-k ids, top-k probs)."""
+    """Next-token statistics of the (n, V) logits (any dtype, on the model's device) for ``targets`` (n,): on CUDA
+    the one-pass kernel of :mod:`asc.kernels`, elsewhere (or if it fails) :func:`eager_stats`. Only per-token
+    results move to the CPU, as numpy arrays (logprob, entropy, rank, top-k ids, top-k probs)."""
+    from asc import kernels
+
+    if kernels.available(logits):
+        try:
+            return _fused_stats(logits, targets, k)
+        except Exception as err:  # a kernel that fails to compile or launch: the eager path, for good
+            kernels.disable(err)
+    return eager_stats(logits, targets, k, budget)
+
+
+def eager_stats(logits: Any, targets: Any, k: int, budget: int) -> list[np.ndarray]:
+    """:func:`token_stats` in plain torch on any device: row chunks converted to float32 under ``budget`` bytes."""
     import torch
 
     n, vocab = logits.shape
@@ -163,6 +185,19 @@ def token_stats(logits: Any, targets: Any, k: int, budget: int) -> list[np.ndarr
     for i in range(0, n, rows):
         parts.append(_stats(logits[i : i + rows].float(), targets[i : i + rows], k))
     return [torch.cat([p[j] for p in parts]).cpu().numpy() for j in range(5)]
+
+
+def _fused_stats(logits: Any, targets: Any, k: int) -> list[np.ndarray]:
+    """:func:`token_stats` by the one-pass kernel of :mod:`asc.kernels` plus ``torch.topk`` on the logits as
+    they are (no float32 copy); the same five arrays as the eager path."""
+    import torch
+
+    from asc.kernels import row_stats, top_k
+
+    logprob, entropy, rank, lse = row_stats(logits, targets)
+    top_v, top_i = top_k(logits, k)
+    top_p = torch.exp(top_v.float() - lse[:, None])
+    return [t.cpu().numpy() for t in (logprob, entropy, rank, top_i, top_p)]
 
 
 def _plan_batches(rows: list[tuple[np.ndarray, int]], budget_tokens: int) -> list[list[int]]:
@@ -201,9 +236,7 @@ def micro_batches(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]]) -> It
 
 
 def _token_budget(bundle: ModelBundle, device) -> int:
-    cfg = bundle.model.config
-    vocab = (cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg).vocab_size
-    return max(1, logit_budget(device) // max(1, vocab * 4))
+    return max(1, logit_budget(device) // max(1, model_vocab(bundle) * 4))
 
 
 def _forward_rows(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]], k: int):
@@ -312,7 +345,7 @@ def _score_many(bundle: ModelBundle, items, max_window: int | None) -> list[Toke
     rows, plans_per_item = window_rows([item[1] for item in items], window)
     with bundle.lock:
         stats = _forward_rows(bundle, rows, k) if rows else []
-    texts_of = vocab_text(bundle.tokenizer)
+    texts_of = vocab_text(bundle.tokenizer, model_vocab(bundle))
     results: list[TokenScores] = []
     row = 0
     for (src, ids, start, end, special), plans in zip(items, plans_per_item, strict=False):

@@ -30,6 +30,8 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--device", default="cpu", help="cpu, cuda, ... (the GPU report runs it on cuda)")
+    ap.add_argument("--dtype", default="float32")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own; on a CPU shared "
                     "with another busy process, 1 avoids OpenMP threads spinning against it)")
     args = ap.parse_args()
@@ -50,8 +52,13 @@ def main() -> None:
     hf_logging.disable_progress_bar()
     functions = load_corpus("algorithms", min_lines=40, max_lines=60)
     source = max(functions, key=lambda s: len(s.source.splitlines())).source
-    bundle = load_model(args.model)
+    bundle = load_model(args.model, device=args.device, dtype=args.dtype)
     model, n = bundle.model, args.tokens
+    dev = model.device
+
+    def sync() -> None:  # CUDA runs asynchronously: time what it did, not what it queued
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
     ex = explain(bundle, source)
     ids = ex.scores.ids
     at = len(ids) // 2
@@ -64,21 +71,23 @@ def main() -> None:
                              for layer in cache.past.layers])
 
     def bare() -> float:
-        past, x = warm_copy(at), torch.tensor([[int(ids[at])]])
+        past, x = warm_copy(at), torch.tensor([[int(ids[at])]], device=dev)
         t = time.perf_counter()
         with torch.inference_mode():
             for k in range(n):
-                out = model(input_ids=x, position_ids=torch.tensor([[at + k]]), past_key_values=past, use_cache=True)
+                out = model(input_ids=x, position_ids=torch.tensor([[at + k]], device=dev), past_key_values=past, use_cache=True)
                 past, x = out.past_key_values, out.logits[:, -1].argmax(-1, keepdim=True)
+        sync()
         return time.perf_counter() - t
 
     def generate() -> float:
-        past, head = warm_copy(at), torch.from_numpy(ids[: at + 1])[None]
+        past, head = warm_copy(at), torch.from_numpy(ids[: at + 1])[None].to(dev)
         t = time.perf_counter()
         with torch.inference_mode():
             model.generate(input_ids=head, attention_mask=torch.ones_like(head), past_key_values=past,
                            max_new_tokens=n, min_new_tokens=n, do_sample=False, temperature=None, top_p=None,
                            top_k=None, pad_token_id=0)
+        sync()
         return time.perf_counter() - t
 
     def one_branch(where: int, use_cache: bool) -> tuple[float, int]:

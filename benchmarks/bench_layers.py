@@ -28,6 +28,8 @@ def main() -> None:
     ap.add_argument("--model", action="append", help="models (default smollm2-135m)")
     ap.add_argument("--snippets", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--device", default="cpu", help="cpu, cuda, ... (the GPU report runs it on cuda)")
+    ap.add_argument("--dtype", default="float32")
     args = ap.parse_args()
 
     import torch
@@ -44,14 +46,16 @@ def main() -> None:
     longest = max(functions, key=lambda s: len(s.source.splitlines())).source
     corpus = load_corpus("algorithms", limit=args.snippets, min_lines=10, max_lines=60)
     for name in args.model or ["smollm2-135m"]:
-        bundle = load_model(name)
-        ids = bundle.tokenizer(longest, return_tensors="pt")["input_ids"]
+        bundle = load_model(name, device=args.device, dtype=args.dtype)
+        ids = bundle.tokenizer(longest, return_tensors="pt")["input_ids"].to(bundle.model.device)
         explain_layers(bundle, longest)  # warm-up
         times: dict[str, list[float]] = {"forward": [], "layers": [], "run": [], "run --layers": []}
         for _ in range(args.rounds):
             t = time.perf_counter()
             with torch.inference_mode():
                 bundle.model(input_ids=ids, use_cache=False)
+            if ids.is_cuda:  # CUDA runs asynchronously: time what it did
+                torch.cuda.synchronize()
             times["forward"].append(time.perf_counter() - t)
             t = time.perf_counter()
             explain_layers(bundle, longest)

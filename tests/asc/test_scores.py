@@ -397,3 +397,22 @@ def test_stats_on_cuda_equal_cpu(tiny):
     gpu = token_stats(logits.clone().cuda(), targets.cuda(), TOP_K, 2**20)
     for a, b in zip(cpu, gpu, strict=True):
         assert np.allclose(a, b, atol=1e-5)
+
+
+def test_a_model_vocabulary_larger_than_the_tokenizer_names_the_extra_ids():
+    """Output layers padded past the tokenizer (Qwen2.5: 151,936 rows, 151,665 tokens) can put an id no token has in
+    the top-k: it reads ``<id N>`` instead of breaking the scoring (the GPU report's random models found it)."""
+    import dataclasses
+
+    from asc.models import tiny_random_model
+    from asc.scores import vocab_text
+
+    bundle = tiny_random_model(seed=3)
+    n = len(bundle.tokenizer)
+    bundle.model.resize_token_embeddings(n + 64)
+    with torch.no_grad():  # make the padded rows the model's favourite predictions
+        bundle.model.get_output_embeddings().weight[n:] = bundle.model.get_output_embeddings().weight[:64] * 50
+    scores = score_text(dataclasses.replace(bundle), COUNT)
+    extra = [t for row in scores.top_text for t in row if t.startswith("<id ")]
+    assert extra and all(n <= int(t[4:-1]) < n + 64 for t in extra)
+    assert vocab_text(bundle.tokenizer)[n] == f"<id {n}>"
