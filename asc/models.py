@@ -346,7 +346,7 @@ def wrap(model: Any, tokenizer: Any, name: str | None = None) -> ModelBundle:
     label = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
     if not _is_causal(model.config):
         raise ModelLoadError(f"{label}: not a causal language model; AsC-Eval needs next-token probabilities")
-    bundle = _finish(label, model, tokenizer, "memory")
+    bundle = make_bundle(label, model, tokenizer, "memory")
     first = next(model.parameters())
     where = "auto-map" if len(set(getattr(model, "hf_device_map", {}).values())) > 1 else str(first.device)
     return dataclasses.replace(bundle, device=where, dtype=str(first.dtype).replace("torch.", ""))

@@ -38,7 +38,7 @@ from asc.errors import InputError
 
 __all__ = [
     "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "blanca_dir",
-    "cache_dir", "data_roots", "default_model", "gluecode_dir", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
+    "cache_dir", "data_roots", "default_model", "gluecode_dir", "layers_dir", "model_modules", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
     "SECRET_VARIABLES", "access_token", "allow_remote_code", "allowed_models", "app_password", "child_environment",
     "quiet_libraries", "ray_address", "triton_interpreter", "ray_uses_tls", "shared_override", "untrusted_environment",
 ]
