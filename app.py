@@ -42,7 +42,7 @@ else:
         st.Page("pages/global_eval.py", title="Global AsC-Eval", icon=":material/bar_chart:",
                 url_path="global-asc-eval"),
         st.Page("pages/causal.py", title="Causal effects", icon=":material/hub:", url_path="causal-effects"),
-        st.Page("pages/layers.py", title="Layer heatmaps", icon=":material/stacks:", url_path="layer-heatmaps"),
+        st.Page("pages/probing.py", title="Layer heatmaps", icon=":material/stacks:", url_path="layer-heatmaps"),
         st.Page("pages/attention.py", title="Attention maps", icon=":material/grid_on:", url_path="attention-maps"),
         st.Page("pages/gluecode.py", title="Benchmark tasks (glueCode)", icon=":material/checklist:",
                 url_path="benchmark-tasks"),

@@ -17,7 +17,7 @@ from asc.corpus.summary import category_table
 from asc.errors import AscError, CorpusError, InputError, ModelLoadError, UnknownModelError
 from asc.explain import Explanation, explain, explain_many, explain_scored
 from asc.generate import Completion, complete, explain_completion
-from asc.models import DEFAULT_MODEL, EMBEDDED, ModelBundle, embedded_names, load_model, tiny_random_model
+from asc.models import DEFAULT_MODEL, EMBEDDED, ModelBundle, embedded_names, load_model
 from asc.scores import TokenScores, score_ids, score_text, score_texts
 from asc.syntax import LANGUAGES, SyntaxTree, parse
 from asc.viz import category_figure, figure_html, sequence_html, tree_figure
@@ -30,5 +30,5 @@ __all__ = [
     "UnknownModelError", "aggregate_segments", "align", "bootstrap_median", "category_figure", "category_table",
     "complete", "explain", "explain_completion", "explain_many", "explain_scored", "extract_functions",
     "embedded_names", "figure_html", "load_categories", "load_corpus", "load_model", "load_run", "parse", "run_corpus", "score_ids",
-    "score_text", "score_texts", "sequence_html", "tiny_random_model", "tree_figure", "tree_layout",
+    "score_text", "score_texts", "sequence_html", "tree_figure", "tree_layout",
 ]

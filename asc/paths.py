@@ -10,6 +10,7 @@ that sets a variable before use is honoured.
 | ``ASC_CACHE_DIR`` | de-quantized GGUF weights | ``$XDG_CACHE_HOME/asc-studio`` or ``~/.cache/asc-studio`` |
 | ``ASC_DATA_ROOTS`` | folders (``os.pathsep``-separated) the app's corpus runs may read | not set: any folder |
 | ``ASC_MODEL`` | the model the app starts on | ``smollm2-135m`` |
+| ``ASC_MODEL_MODULES`` | comma-separated Python modules imported with :mod:`asc.models` to register more named models (the tests' ``tests.support.models`` adds ``tiny-random``) | none |
 | ``ASC_STUDY_MODE`` | ``1``: serve only the user study | off |
 | ``ASC_STUDY`` | the study file | ``assets/studies/astxplainer.yaml`` |
 | ``ASC_STUDY_DIR`` | the study's frozen file and SQLite database | ``<runs>/study`` |
@@ -33,9 +34,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from asc.errors import InputError
+
 __all__ = [
     "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "blanca_dir",
-    "cache_dir", "data_roots", "default_model", "gluecode_dir", "layers_dir", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
+    "cache_dir", "data_roots", "default_model", "gluecode_dir", "layers_dir", "model_modules", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
     "SECRET_VARIABLES", "access_token", "allow_remote_code", "allowed_models", "app_password", "child_environment",
     "quiet_libraries", "ray_address", "triton_interpreter", "ray_uses_tls", "shared_override", "untrusted_environment",
 ]
@@ -100,8 +103,19 @@ def cache_dir() -> Path:
 
 
 def default_model() -> str:
-    """The model the app starts on: ``$ASC_MODEL`` (tests use ``tiny-random``) or the embedded default."""
+    """The model the app starts on: ``$ASC_MODEL`` (the tests' ``tiny-random``) or the embedded default."""
     return _env("ASC_MODEL") or DEFAULT_MODEL
+
+
+def model_modules() -> tuple[str, ...]:
+    """``ASC_MODEL_MODULES``: the modules that register more named models (:func:`asc.models.register_model`),
+    comma-separated dotted names; anything else in the list is refused with the fix."""
+    names = tuple(n.strip() for n in _env("ASC_MODEL_MODULES").split(",") if n.strip())
+    bad = [n for n in names if not all(part.isidentifier() for part in n.split("."))]
+    if bad:
+        raise InputError(f"ASC_MODEL_MODULES names {bad}: give comma-separated module names such as "
+                         "'tests.support.models'")
+    return names
 
 
 def study_mode() -> bool:

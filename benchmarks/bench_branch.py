@@ -1,12 +1,12 @@
 """`make bench` (branches, issue 20): what a branch costs from the trunk's KV cache, as ratios measured in one run.
 
 1. A 64-token branch (the model's second choice forced, then greedy) from the middle of a 60-line function (the
-   longest of ``algorithms`` up to 60 lines), its trunk cache warm (:func:`asc.branch.prefix_cache` over the
+   longest of ``algorithms`` up to 60 lines), its trunk cache warm (:func:`asc.branching.branches.prefix_cache` over the
    function, as kept after a trunk's first branch), against generating 64 tokens with the cache already warm:
    64 bare greedy decode steps (one-token forward on a copy of the cache cut at the fork, then argmax). Both make
    64 forward calls; the ratio is the branch's overhead (cache copy, function-end checks, spans). Target <= 1.2x.
    transformers' ``generate`` from the same warm cache is printed for reference.
-2. :func:`asc.branch.explore_forks` with 8 branches of 64 tokens (one batched decode, rows of different prefix
+2. :func:`asc.branching.branches.explore_forks` with 8 branches of 64 tokens (one batched decode, rows of different prefix
    lengths left-padded) against one branch of 64 tokens at the most uncertain fork. Target <= 3x.
 
 Branches run with ``stop_at_function_end=False`` so every row makes its 64 tokens (an end-of-sequence token
@@ -40,10 +40,10 @@ def main() -> None:
     from transformers import DynamicCache
     from transformers.utils import logging as hf_logging
 
-    from asc.branch import branch, explore_forks, prefix_cache
+    from asc.branching.branches import branch, explore_forks, prefix_cache
+    from asc.branching.forks import fork_points, most_uncertain
     from asc.corpus.sources import load_corpus
     from asc.explain import explain
-    from asc.forks import fork_points, most_uncertain
     from asc.models import load_model
 
     if args.threads:

@@ -14,7 +14,7 @@ model costs on that much text whatever its shape. Then the time to refuse a too-
 (:func:`asc.explain.check_source`) and as a user meets it (``python -m asc explain`` exiting 2, interpreter
 start included).
 
-Models: tiny-random on every row; a real model (smollm2-135m by default) only on ``--real-inputs`` rows, since
+Models: tiny-random (the tests' model, registered through ``ASC_MODEL_MODULES``) on every row; a real model (smollm2-135m by default) only on ``--real-inputs`` rows, since
 each takes over ten minutes of forward passes on a 2-core CPU. tiny-random (2 layers, a 64-token window: some
 2,000 windows at 60,000 characters) runs on one torch thread: on a shared 2-core machine its thousands of tiny
 operations stall on thread barriers, seconds of noise that have nothing to do with the input's shape.
@@ -41,6 +41,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("ASC_MODEL_MODULES", "tests.support.models")  # registers tiny-random, the tests' model
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT_GB, LIMIT_S, REFUSE_S = 1.0, 10.0, 1.0

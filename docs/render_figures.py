@@ -56,7 +56,7 @@ def main() -> None:
     from probes.catalog import LAYER_TASKS
     from probes.codesyntax.attention import attention_runs, load_attention_run, relation_table
     from probes.figures import best_layer_heatmap, head_heatmap, layer_heatmap
-    from probes.inspect.layers import best_layer_table, load_results, results_table
+    from probes.inspect.runs import best_layer_table, load_results, results_table
 
     figs = {}
     results = load_results(args.layers) if Path(args.layers).is_dir() else []
@@ -81,10 +81,10 @@ def main() -> None:
 def _asc_layer_figures(folders: list[str]) -> dict[str, object]:
     import pandas as pd
 
-    from asc.corpus.layers import layer_summary
+    from asc.corpus.depth import layer_summary
     from asc.corpus.runs import load_digest
     from asc.corpus.summary import run_label
-    from asc.viz.layers import depth_curves, layer_heatmap
+    from asc.viz.corpus_depth import depth_curves, layer_heatmap
 
     if not folders:
         return {}

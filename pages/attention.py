@@ -11,8 +11,8 @@ import streamlit as st
 
 from asc import BUILTIN_CORPORA, AscError, embedded_names
 from asc import paths as asc_paths
-from asc.corpus.jobs import JobKind
 from asc.export import csv_text
+from asc.jobs import JobKind
 from asc.viz import figure_html
 from probes.codesyntax.attention import attention_job, attention_runs, relation_table
 from probes.codesyntax.heads import METRICS

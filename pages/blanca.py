@@ -16,8 +16,8 @@ import streamlit as st
 
 from asc import AscError, embedded_names
 from asc import paths as asc_paths
-from asc.corpus.jobs import JobKind
 from asc.export import csv_text
+from asc.jobs import JobKind
 from asc.viz import figure_html
 from probes.blanca.build import blanca_set_name
 from probes.blanca.evaluate import blanca_table

@@ -9,8 +9,8 @@ import pandas as pd
 import streamlit as st
 
 from asc.causal import REFUTE_SAMPLE
-from asc.corpus.jobs import JobKind
 from asc.export import csv_text
+from asc.jobs import JobKind
 from asc.viz import causal_graph_figure, figure_html, treatment_scatter
 from asc.viz.causal import table2_views
 from ui import cache, gate, guards, jobs

@@ -14,14 +14,14 @@ from asc import BUILTIN_CORPORA, embedded_names, load_categories
 from asc import paths as asc_paths
 from asc.concepts import CONFIDENCE_LINE, GLOBAL
 from asc.corpus.bootstrap import METHODS
-from asc.corpus.jobs import JobKind
-from asc.corpus.layers import crossing_table
+from asc.corpus.depth import crossing_table
 from asc.corpus.listing import run_folders
 from asc.corpus.summary import box_table, difference_table, run_labels, type_table, wide_table
 from asc.export import csv_text
+from asc.jobs import JobKind
 from asc.viz import category_bars, concept_treemap, difference_bars, figure_html, styled_table, value_distribution
+from asc.viz.corpus_depth import depth_curves, layer_heatmap
 from asc.viz.forks import fork_bars
-from asc.viz.layers import depth_curves, layer_heatmap
 from asc.viz.tables import shown
 from ui import access, cache, gate, guards, jobs, widgets
 

@@ -11,8 +11,8 @@ import streamlit as st
 
 from asc import BUILTIN_CORPORA, AscError, embedded_names
 from asc import paths as asc_paths
-from asc.corpus.jobs import JobKind
 from asc.export import csv_text
+from asc.jobs import JobKind
 from asc.viz import figure_html, sequence_html, tree_figure
 from asc.viz.tables import shown as shown_table
 from probes.gluecode.browse import CONFUSION_TASKS, answered, candidate_table, confusion, context_frame, mistakes

@@ -179,7 +179,7 @@ def views() -> None:
     st.markdown("**Sequence view** (hover a token for its probability, rank, entropy and top-5 alternatives; a "
                 "purple bar marks a fork point)"
                 + ("" if layer is None else f" at layer {layer}"))
-    st.html(sequence_html(shown, selected=selected, n_prompt=depth_view.prompt_tokens(shown, ex, n_prompt),
+    st.html(sequence_html(shown, selected=selected, n_prompt=n_prompt,
                           forks=None if forks is None else forks.indices))
     if selected is not None:
         t = ex.tree

@@ -23,14 +23,14 @@ from probes.codesyntax.heads import HeadScorer, HeadScores, baseline_scores, wor
 from probes.codesyntax.relations import extract, extract_many
 from probes.codesyntax.samples import RELATIONS, Sample, read_json, write_json
 from probes.features import POOLINGS, cached_features, default_pooling, extract_features
-from probes.inspect.layers import (
+from probes.inspect.linear import ProbeResult, load_probes, save_probes, train_probes
+from probes.inspect.runs import (
     best_layer_table,
     load_results,
     normalized_table,
     results_table,
     run_layers,
 )
-from probes.inspect.linear import ProbeResult, load_probes, save_probes, train_probes
 from probes.inspect.tasks import Task, build_task, load_tsv
 
 __all__ = [

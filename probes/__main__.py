@@ -29,7 +29,7 @@ from probes.gluecode.likelihood import DEFAULT_MAX_WINDOW
 
 def cmd_layers(args: argparse.Namespace) -> int:
     from probes.catalog import build_tasks
-    from probes.inspect.layers import best_layer_table, load_results, normalized_table, run_layers
+    from probes.inspect.runs import best_layer_table, load_results, normalized_table, run_layers
 
     tasks = build_tasks(args.tasks.split(",") if args.tasks else [], args.corpus, args.size, args.seed,
                         args.task_file or [])

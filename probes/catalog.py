@@ -4,7 +4,7 @@
 order, then NPATH, NULL) and :data:`LAYER_TASK_INFO` describes each. :func:`build_tasks` builds any mix of them from
 one corpus (INSPECT's through :func:`probes.inspect.tasks.build_task`, glueCode's through
 :func:`probes.gluecode.probing.probe_task`), plus external INSPECT TSV files and tasks parsed already;
-:func:`layer_job` wraps that and :func:`probes.inspect.layers.run_layers` for the background job queue.
+:func:`layer_job` wraps that and :func:`probes.inspect.runs.run_layers` for the background job queue.
 
 ``"all"`` means INSPECT's 15 tasks, as it always did: glueCode's NULL runs mypy over the corpus and needs a
 corpus of files (not ``humaneval`` or ``.jsonl``), so it is only built when named (``all,NPATH,NULL`` gives the
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from asc.errors import InputError
 from probes.features import PROBE_MAX_TOKENS
 from probes.gluecode.probing import PROBE_INFO, PROBE_TASKS
-from probes.inspect.layers import run_layers
+from probes.inspect.runs import run_layers
 from probes.inspect.tasks import TASK_INFO as INSPECT_INFO
 from probes.inspect.tasks import TASK_NAMES as INSPECT_TASKS
 
@@ -86,8 +86,8 @@ def layer_job(names: Sequence[str], out: str | Path, *, corpus: str = "stdlib", 
               task_files: Sequence[str | Path] = (), pooling: str | None = None, max_tokens: int = PROBE_MAX_TOKENS,
               extra: Sequence[Task] = (), roots: Sequence[Path] | None = None,
               ) -> Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None]:
-    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.corpus.jobs.JobQueue.submit_call`: builds the
-    tasks (:func:`build_tasks`; ``extra``: tasks parsed already), then :func:`probes.inspect.layers.run_layers`
+    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.jobs.JobQueue.submit_call`: builds the
+    tasks (:func:`build_tasks`; ``extra``: tasks parsed already), then :func:`probes.inspect.runs.run_layers`
     into ``out``."""
     names, task_files, extra = tuple(names), tuple(task_files), tuple(extra)
 

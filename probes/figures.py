@@ -37,7 +37,7 @@ def _cell_text(values: np.ndarray, fmt: str = "{:.2f}") -> list[list[str]]:
 
 def layer_heatmap(table: pd.DataFrame, model: str, value: str = "accuracy",
                   tasks: Sequence[str] | None = None) -> go.Figure:
-    """Task x layer heatmap of ``value`` (a column of :func:`probes.inspect.layers.results_table`) for ``model``.
+    """Task x layer heatmap of ``value`` (a column of :func:`probes.inspect.runs.results_table`) for ``model``.
 
     Rows follow ``tasks`` (default: the table's order); the dev-chosen layer of each task is boxed.
     """

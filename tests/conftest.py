@@ -24,10 +24,15 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from anywhere, not only from the repository root
     sys.path.insert(0, str(ROOT))
+# the processes tests start (python -m asc, the browser tests' app server, Ray's workers) register the tests'
+# tiny-random model too: their asc.models imports the modules ASC_MODEL_MODULES names, found through PYTHONPATH
+os.environ["ASC_MODEL_MODULES"] = "tests.support.models"
+_paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
+os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *_paths])  # once, also in pytest-xdist's workers
 
 import pytest  # noqa: E402
 
-from asc.models import tiny_random_model  # noqa: E402
+from tests.support.models import tiny_random_model  # noqa: E402
 
 # ------------------------------------------------------------------------------------------ real-model guard
 
@@ -35,10 +40,10 @@ _state: dict = {"item": None, "violations": {}}
 
 
 def real_model_names() -> frozenset[str]:
-    """The embedded models with real weights (every embedded name but the tiny random model)."""
+    """The embedded models with real weights (every registry name but synthetic ones, the tiny random model)."""
     from asc.models import EMBEDDED
 
-    return frozenset(name for name in EMBEDDED if name != "tiny-random")
+    return frozenset(name for name, entry in EMBEDDED.items() if not entry.synthetic)
 
 
 @pytest.hookimpl(tryfirst=True)

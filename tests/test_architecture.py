@@ -49,7 +49,7 @@ def test_every_result_file_is_written_atomically():
     # the de-quantized model is written into a temporary folder that is then os.replace()d as a whole
     # and a run's Parquet part is serialized into memory (to ship it from a Ray actor) before write_atomic writes it
     allowed = {("asc/models.py", "save_pretrained"), ("asc/models.py", "asc-source.json"),
-               ("asc/corpus/runs.py", "to_parquet(buf, "), ("asc/corpus/layers.py", "to_parquet(buf, ")}
+               ("asc/corpus/runs.py", "to_parquet(buf, "), ("asc/corpus/depth.py", "to_parquet(buf, ")}
     bad = []
     for path in _files(*BACKEND):
         for n, line in enumerate(path.read_text().splitlines(), 1):
@@ -249,3 +249,10 @@ def test_readme_tree_lists_every_module_by_its_path():
     assert not missing, "add a line per file to the README's folder tree, under its folder:\n" + "\n".join(missing)
     absent = [p for p in listed if not (list(ROOT.glob(p)) if "*" in p else (ROOT / p).exists())]
     assert not absent, "the README's folder tree names paths that do not exist:\n" + "\n".join(absent)
+
+
+def test_no_page_is_named_like_a_package_of_ours():
+    """Streamlit puts a page's folder first on ``sys.path`` (AppTest does for ``pages/x.py``), so ``pages/probes.py``
+    would be imported in place of the ``probes`` package by any page that runs before it is loaded."""
+    clashes = [_rel(path) for path in _files("pages") if path.stem in PACKAGES]
+    assert not clashes, "rename the page (its url_path in app.py keeps the address):\n" + "\n".join(clashes)

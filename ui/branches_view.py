@@ -1,14 +1,14 @@
 """The inspector's fork points and branches: widgets and calls into ``asc`` only.
 
-* :func:`fork_settings` (thresholds of :class:`asc.forks.ForkSettings`), :func:`fork_marks` (the fork points of the
+* :func:`fork_settings` (thresholds of :class:`asc.branching.forks.ForkSettings`), :func:`fork_marks` (the fork points of the
   shown explanation, marked in the sequence view) and :func:`colour_options` (the trees' colours: AsC-Eval value or
-  fork rate per node, :func:`asc.forks.node_fork_rate`);
-* :func:`tree_of` keeps one :class:`asc.branch_tree.BranchTree` per browser tab (``st.session_state``), started from
+  fork rate per node, :func:`asc.branching.forks.node_fork_rate`);
+* :func:`tree_of` keeps one :class:`asc.branching.tree.BranchTree` per browser tab (``st.session_state``), started from
   the completion shown (its trunk) and reset by a new completion; :func:`open_picker` chooses the completion the
   inspector's views show (the trunk or a branch);
 * :func:`section`: branch at a token (one of the model's top-k alternatives or a typed text), "Explore forks" (the
   N most uncertain fork points at once, batched), the branch tree (a click opens a branch), two branches compared
-  on their aligned ASTs (:func:`asc.treediff.ast_diff`), and the exports (the whole tree as one JSON file).
+  on their aligned ASTs (:func:`asc.branching.treediff.ast_diff`), and the exports (the whole tree as one JSON file).
 
 Branches continue with the trunk's decoding settings (greedy, or sampling with the same seed) through
 :func:`ui.cache.cached_branch` / :func:`ui.cache.cached_explore`; nothing here runs on a node click.
@@ -22,15 +22,15 @@ from typing import Any
 
 import streamlit as st
 
-from asc.branch import MAX_EXPLORE
-from asc.branch_tree import BranchNode, BranchTree, category_frame, diff_frame
+from asc.branching.branches import MAX_EXPLORE
+from asc.branching.forks import ForkPoints, ForkSettings, fork_points, most_uncertain, node_fork_rate
+from asc.branching.humaneval import confidence_split, find_problem
+from asc.branching.tree import BranchNode, BranchTree, category_frame, diff_frame
+from asc.branching.treediff import ast_diff
 from asc.errors import AscError
 from asc.explain import Explanation
 from asc.export import csv_text
-from asc.forks import ForkPoints, ForkSettings, fork_points, most_uncertain, node_fork_rate
 from asc.generate import Completion
-from asc.humaneval_check import confidence_split, find_problem
-from asc.treediff import ast_diff
 from asc.viz import branch_compare_figures, branch_tree_figure, figure_html
 from asc.viz.html import visible_whitespace
 from ui import access, cache, charts, widgets
@@ -45,7 +45,7 @@ STATE = "branch_tree"  # (key of the result it belongs to, BranchTree)
 
 
 def fork_settings() -> ForkSettings:
-    """The fork-point thresholds (a small expander; defaults are :class:`~asc.forks.ForkSettings`'s)."""
+    """The fork-point thresholds (a small expander; defaults are :class:`~asc.branching.forks.ForkSettings`'s)."""
     default = ForkSettings()
     with st.expander("Fork points (where the model hesitates)"):
         st.caption(FORK_HELP)

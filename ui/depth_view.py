@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-import numpy as np
 import streamlit as st
 
 from asc.concepts import CONFIDENCE_LINE
@@ -48,16 +47,14 @@ def load(result: InspectorResult, settings: Settings) -> Layers | None:
     try:
         with st.spinner("Running the logit lens over every layer..."):
             depth, vocab = cache.cached_explain_layers(result.model, chosen.trust_remote_code, ex.source,
-                                                       ex.tree.language, ex.aggregate, chosen.device, chosen.dtype)
+                                                       ex.tree.language, ex.aggregate, chosen.device, chosen.dtype,
+                                                       completion=result.completion)
     except InputError as err:
         st.info(f"Per-layer values are not available for this model: {err}")
         return None
     except AscError as err:
         st.error(str(err))
         return None
-    if result.n_prompt is not None:
-        st.caption("Per layer, the completed text is scored as it is (as *Explain* does), re-tokenized: the "
-                   "output layer can differ slightly from the completion's own scores above.")
     return Layers(depth, vocab)
 
 
@@ -73,13 +70,6 @@ def layer_slider(layers: Layers | None, ex: Explanation) -> tuple[Explanation, i
                       help=f"This model: layer 0 is the embeddings, {last} the output. The sequence view and both "
                            "trees show that layer's probabilities and node values.")
     return layers.depth.at(layer, layers.vocab), layer
-
-
-def prompt_tokens(shown: Explanation, ex: Explanation, n_prompt: int | None) -> int | None:
-    """Where the generated part starts in ``shown``'s tokens (per layer the text is re-tokenized)."""
-    if n_prompt is None or shown is ex or n_prompt >= ex.scores.n_tokens:
-        return n_prompt
-    return int(np.searchsorted(shown.scores.start, ex.scores.start[n_prompt]))
 
 
 def panels(layers: Layers, layer: int, selected: int | None) -> None:

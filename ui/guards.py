@@ -8,10 +8,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from asc.corpus.jobs import JobKind
 from asc.corpus.listing import broken_runs, run_folders, run_title
 from asc.errors import AscError, CorpusError, InputError
 from asc.files import shown
+from asc.jobs import JobKind
 from asc.models import ModelBundle
 from asc.paths import runs_dir
 from ui import access, jobs

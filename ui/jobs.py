@@ -19,7 +19,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from asc.corpus.jobs import Job, JobKind, JobQueue
+from asc.jobs import Job, JobKind, JobQueue
 from asc.models import EMBEDDED
 from asc.paths import attention_dir, blanca_dir, default_model, gluecode_dir, layers_dir, runs_dir
 from probes.blanca.runs import blanca_job
@@ -142,13 +142,15 @@ def job_panel(kind: JobKind, describe: Callable[[Job], str] | None = None) -> No
 def demo_models(kind: JobKind) -> list[str]:
     """The models a demo of ``kind`` runs: the default model; the layer demo adds the MiniLM baseline
     (:data:`DEMO_BASELINE`) where its weights are installed, and the BLANCA demo runs MiniLM in its place, but
-    neither next to the tiny random model (a test or offline setting: its demos stay free of real models)."""
+    neither next to a synthetic model (:attr:`asc.models.EmbeddedModel.synthetic`, the tests' tiny random one:
+    its demos stay free of real models)."""
     model = default_model()
+    synthetic = model in EMBEDDED and EMBEDDED[model].synthetic
     baseline = EMBEDDED[DEMO_BASELINE]
-    if kind is JobKind.LAYERS and model not in ("tiny-random", DEMO_BASELINE) and baseline.installed():
+    if kind is JobKind.LAYERS and not synthetic and model != DEMO_BASELINE and baseline.installed():
         return [model, DEMO_BASELINE]
     encoder = DEMO_BLANCA[0]
-    if kind is JobKind.BLANCA and model != "tiny-random" and EMBEDDED[encoder].installed():
+    if kind is JobKind.BLANCA and not synthetic and EMBEDDED[encoder].installed():
         return [encoder]  # BLANCA embeds text: a sentence encoder in place of the default decoder
     return [model]
 

@@ -39,8 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from asc.align import AlignOptions
+from asc.branching.forks import ForkSettings
+from asc.corpus.depth import LAYERS_TABLE, chunk_layers, layer_bytes, write_layers
 from asc.corpus.forks import FORKS_TABLE
-from asc.corpus.layers import LAYERS_TABLE, chunk_layers, layer_bytes, write_layers
 from asc.corpus.resume import check_corpus
 from asc.corpus.runs import (
     TABLES,
@@ -55,7 +56,6 @@ from asc.corpus.runs import (
 )
 from asc.corpus.sources import Snippet
 from asc.errors import AscError, CorpusError
-from asc.forks import ForkSettings
 from asc.lens import lens_scores
 from asc.paths import ray_uses_tls
 

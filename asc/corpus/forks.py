@@ -1,6 +1,6 @@
 """Fork points in corpus runs (``python -m asc eval ... --forks``): what a run stores, and the fork table.
 
-A fork point is a token where the model hesitates (:mod:`asc.forks`: top-2 margin below ``max_margin`` or
+A fork point is a token where the model hesitates (:mod:`asc.branching.forks`: top-2 margin below ``max_margin`` or
 entropy above ``min_entropy``). A run made with ``--forks`` records the two thresholds in its settings
 (``"forks": {"max_margin", "min_entropy"}``; absent from runs made without, so those stay resumable, and a run
 is resumed only with the same thresholds) and stores, per chunk:
@@ -9,13 +9,13 @@ is resumed only with the same thresholds) and stores, per chunk:
              prediction) and ``is_fork`` (bool). ``entropy`` was there already; ``margin`` is derivable from
              ``top_prob`` too, but stored so nobody has to read the list column to get it.
 ``nodes/``   two more columns: ``n_forks`` (int32, fork points among the tokens bound to the node, ancestors
-             included as in AsC-Eval) and ``fork_rate`` (float64, :func:`asc.forks.node_fork_rate`: their share
+             included as in AsC-Eval) and ``fork_rate`` (float64, :func:`asc.branching.forks.node_fork_rate`: their share
              of the node's tokens with a prediction; NaN where it has none).
 ``forks/``   a sixth table, numbered like the others and written before the chunk's ``snippets`` part: one row
              per (snippet, category present): ``snippet_id``, ``category`` (and :data:`~asc.concepts.GLOBAL`,
              always written, so every snippet has a row), ``n_tokens`` (distinct tokens with a prediction bound
              to any of the category's nodes; Global: to any categorized node) and ``n_forks`` (how many of them
-             are fork points). ``n_forks / n_tokens`` is :func:`asc.forks.category_fork_rate` of the snippet.
+             are fork points). ``n_forks / n_tokens`` is :func:`asc.branching.forks.category_fork_rate` of the snippet.
 
 The fork rate of a category is the **share of its tokens that are fork points**, pooled over the corpus
 (``sum n_forks / sum n_tokens``), not the share of its nodes holding a fork: a node with more tokens has more
@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from asc.branching.forks import ForkSettings, fork_points, node_fork_rate
 from asc.concepts import GLOBAL, load_categories
 from asc.corpus.bootstrap import snippet_weights
 from asc.errors import AscError, CorpusError, InputError
 from asc.explain import Explanation
-from asc.forks import ForkSettings, fork_points, node_fork_rate
 
 if TYPE_CHECKING:
     import pandas as pd

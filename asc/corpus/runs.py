@@ -16,7 +16,7 @@ folder of Parquet parts that ``pandas.read_parquet(folder)`` reads whole:
                name, value, n_nodes. Absent concepts have no row (missing, not 0).
 ``digest/``    per part, the categorized node values every corpus summary reads (:mod:`asc.corpus.digest`).
 
-Runs made with ``--layers`` or ``--forks`` hold more: :mod:`asc.corpus.layers`, :mod:`asc.corpus.forks`.
+Runs made with ``--layers`` or ``--forks`` hold more: :mod:`asc.corpus.depth`, :mod:`asc.corpus.forks`.
 
 Snippets are processed in chunks (one batched scoring call each); each chunk is written as part
 ``NNNNN`` of every table and its digest, the ``snippets`` part last and every file atomically, so an interrupted run
@@ -50,10 +50,11 @@ from typing import Any
 
 from asc.align import AlignOptions
 from asc.atomic import write_atomic
+from asc.branching.forks import ForkSettings
 from asc.concepts import CategoryMap
+from asc.corpus.depth import LAYERS_TABLE, chunk_layers, write_layers
 from asc.corpus.digest import DIGEST, RunDigest, digest_bytes, read_digest
 from asc.corpus.forks import FORKS_TABLE, settings_entry
-from asc.corpus.layers import LAYERS_TABLE, chunk_layers, write_layers
 from asc.corpus.listing import meta_problem, read_meta
 from asc.corpus.resume import (
     check_corpus,
@@ -66,7 +67,6 @@ from asc.corpus.resume import (
 from asc.corpus.sources import Snippet
 from asc.corpus.tables import chunk_tables
 from asc.errors import CorpusError
-from asc.forks import ForkSettings
 from asc.lens import lens_scores
 from asc.models import ModelBundle
 from asc.scores import score_texts
@@ -276,7 +276,7 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
                forks: ForkSettings | None = None) -> Path:
     """Evaluate ``snippets`` and write/extend the run folder ``out``. Returns the folder.
 
-    ``layers`` scores each snippet with the logit lens and adds the ``layers/`` table (:mod:`asc.corpus.layers`);
+    ``layers`` scores each snippet with the logit lens and adds the ``layers/`` table (:mod:`asc.corpus.depth`);
     ``forks`` counts fork points with these thresholds (:mod:`asc.corpus.forks`).
 
     ``progress`` shows a tqdm bar (default: when stderr is a terminal); ``on_progress(done, total)`` is

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from asc.align import AlignOptions
+from asc.branching.forks import ForkSettings
 from asc.complexity import complexity_of_tree
 from asc.concepts import GLOBAL, CategoryMap, aggregate_segments, load_categories
 from asc.corpus.forks import with_forks
 from asc.explain import Explanation, explain_scored
-from asc.forks import ForkSettings
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,13 +1,13 @@
 """Pure figures of the inspector's branches: the branch tree and two branches' ASTs side by side.
 
-:func:`branch_tree_figure` draws a :class:`~asc.branch_tree.BranchTree` like a version graph: the x axis is the
+:func:`branch_tree_figure` draws a :class:`~asc.branching.tree.BranchTree` like a version graph: the x axis is the
 token index, one row per completion (the trunk first, then its branches depth first); each branch leaves its
 parent's row at its fork token. The marker at a branch point is colored by the branch's mean AsC-Eval from the
 fork on (the value scale, red 0 to blue 1), drawn as an X when the branch no longer parses, and labelled with the
 forced token, its probability and rank; ``customdata`` is the branch id (a click opens it).
 
 :func:`branch_compare_figures` draws two explanations' trees (:func:`asc.viz.snippet.tree_figure`, colored by
-value) with the nodes that :func:`asc.treediff.ast_diff` found different ringed: orange where a node exists on
+value) with the nodes that :func:`asc.branching.treediff.ast_diff` found different ringed: orange where a node exists on
 one side only (removed from A, added in B), green where a matched leaf's text changed, and a thick magenta ring
 on the first node where they part. A node the view hides (punctuation in the partial AST, a folded chain) rings
 its nearest shown ancestor.
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from asc.branch_tree import BranchTree
+from asc.branching.tree import BranchTree
+from asc.branching.treediff import TreeDiff
 from asc.explain import Explanation
-from asc.treediff import TreeDiff
 from asc.viz.colors import COLORSCALE
 from asc.viz.html import escape_text, visible_whitespace
 from asc.viz.layout import tree_layout

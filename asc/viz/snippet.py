@@ -143,7 +143,7 @@ def sequence_html(ex: Explanation, selected: int | None = None, n_prompt: int | 
 
     Hovering a token shows its text, probability, rank, entropy and top alternatives. Tokens bound
     to ``selected`` are outlined; tokens from ``n_prompt`` on (generated) are underlined and preceded
-    by a marker; token indices in ``forks`` (fork points, :mod:`asc.forks`) get a purple bar above them
+    by a marker; token indices in ``forks`` (fork points, :mod:`asc.branching.forks`) get a purple bar above them
     and "fork point" in their hover text. Characters shared by two tokens (a split multi-byte character)
     are drawn once. Token text is black or white, whichever contrasts more with its background
     (:func:`asc.viz.colors.text_color`: a WCAG contrast ratio of at least 4.5).

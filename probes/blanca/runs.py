@@ -169,7 +169,7 @@ def finetune_task_set(base: str, task_set: BlancaTaskSet, tasks: Sequence[str], 
 
 def blanca_job(tasks: Sequence[str], out: str | Path, *, seed: int = 0, docs: str | Path | None = None
                ) -> Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None]:
-    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.corpus.jobs.JobQueue.submit_call` (the app's
+    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.jobs.JobQueue.submit_call` (the app's
     background queue): builds or reads the standard-library task set under ``out``, then scores it with the
     bundle, as ``python -m probes blanca`` does. Packages are not offered here (importing them runs their code)."""
     tasks = tuple(tasks)

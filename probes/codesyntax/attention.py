@@ -171,7 +171,7 @@ def run_attention(bundle: ModelBundle, codes: Sequence[str], out: str | Path, *,
 def attention_job(corpus: str, out: str | Path, *, spec: str = "", limit: int | None = 200, max_lines: int = 40,
                   seed: int = 0, max_tokens: int = PROBE_MAX_TOKENS, roots: Sequence[Path] | None = None,
                   ) -> Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None]:
-    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.corpus.jobs.JobQueue.submit_call`: loads the corpus
+    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.jobs.JobQueue.submit_call`: loads the corpus
     (confined to ``roots`` when given: :func:`asc.corpus.sources.check_corpus_spec`) and runs
     :func:`run_attention` into ``out``."""
     def call(bundle: ModelBundle, on_progress: Callable[[str, int, int], None], should_stop: Callable[[], bool]) -> None:

@@ -1,4 +1,4 @@
-"""glueCode's NPATH and NULL tasks as INSPECT-style layer probes (:func:`probes.inspect.layers.run_layers`).
+"""glueCode's NPATH and NULL tasks as INSPECT-style layer probes (:func:`probes.inspect.runs.run_layers`).
 
 The zero-shot glueCode items (:mod:`probes.gluecode.build`, :mod:`probes.gluecode.nulltoken`) ask a model for an
 answer; a layer probe instead trains a linear classifier per layer on the model's summary vector of each function.

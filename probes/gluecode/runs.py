@@ -214,7 +214,7 @@ def load_task_sets(out: str | Path) -> dict[str, dict[str, list[Item]]]:
 def gluecode_job(tasks: Sequence[str], corpus: str, out: str | Path, *, contexts: Sequence[str] = CONTEXTS,
                  size: int = 1000, seed: int = 0, **predict_args: Any
                  ) -> Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None]:
-    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.corpus.jobs.JobQueue.submit_call` (the app's
+    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.jobs.JobQueue.submit_call` (the app's
     background queue): builds or reads the task sets of ``corpus`` under ``out`` (:func:`build_or_load`), then
     answers them (:func:`run_gluecode`), as ``python -m probes gluecode`` does."""
     tasks, contexts = tuple(tasks), tuple(contexts)

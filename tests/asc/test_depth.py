@@ -8,8 +8,10 @@ import math
 
 import numpy as np
 
-from asc.depth import LayerExplanation, explain_layers
+from asc.depth import LayerExplanation, explain_completion_layers, explain_layers
 from asc.explain import explain, node_values
+from asc.generate import Completion, explain_completion
+from tests.asc.test_lens import split_tokens
 
 SOURCE = "def count(xs):\n    n = 0\n    for x in xs:\n        if x > 0:\n            n += 1\n    return n\n"
 
@@ -27,6 +29,19 @@ def test_last_layer_equals_explain_and_every_layer_is_aggregated(tiny):
     assert np.allclose(depth.category_values[1], [cats[c] for c in plain.categories], equal_nan=True)
 
 
+def test_a_completion_keeps_its_exact_ids_at_every_layer(tiny):
+    ids, start, end = split_tokens(tiny, SOURCE, 6)
+    comp = Completion(prompt=SOURCE[:20], text=SOURCE, ids=ids, start=start, end=end,
+                      special=np.zeros(len(ids), dtype=bool), n_prompt=int(np.searchsorted(start, 20)),
+                      stop_reason="function_end")
+    depth = explain_completion_layers(tiny, comp)
+    output = explain_completion(tiny, comp)
+    assert np.array_equal(depth.lens.output.ids, comp.ids)  # not the text re-tokenized (explain_layers)
+    assert depth.explanation.scores.n_tokens == output.scores.n_tokens == len(ids) != explain(tiny, SOURCE).scores.n_tokens
+    assert np.allclose(depth.values[-1], output.values, equal_nan=True, atol=1e-9)
+    assert np.allclose(depth.explanation.scores.prob, output.scores.prob, equal_nan=True, atol=1e-7)
+
+
 def _fake(curves: list[list[float]]) -> LayerExplanation:
     class Ex:
         categories = ("A", "B", "C")
@@ -41,12 +56,12 @@ def test_the_confidence_line_is_one_constant():
 
     from asc.__main__ import build_parser
     from asc.concepts import CONFIDENCE_LINE
-    from asc.corpus.layers import crossing_table
+    from asc.corpus.depth import crossing_table
 
     assert inspect.signature(LayerExplanation.crossing).parameters["threshold"].default is CONFIDENCE_LINE
     assert inspect.signature(crossing_table).parameters["threshold"].default is CONFIDENCE_LINE
-    from asc.viz import corpus, layers, snippet
-    for figure in (corpus.category_bars, corpus.styled_table, layers.layer_heatmap, layers.depth_curves,
+    from asc.viz import corpus, corpus_depth, snippet
+    for figure in (corpus.category_bars, corpus.styled_table, corpus_depth.layer_heatmap, corpus_depth.depth_curves,
                    snippet.category_figure):
         assert inspect.signature(figure).parameters["threshold"].default is CONFIDENCE_LINE, figure.__name__
     assert build_parser().parse_args(["eval", "--corpus", "algorithms", "--model", "tiny-random", "--out", "o"]).threshold \

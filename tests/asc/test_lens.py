@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from asc.errors import InputError
-from asc.lens import lens_parts, lens_scores
-from asc.scores import score_text
+from asc.lens import lens_ids, lens_parts, lens_scores
+from asc.scores import encode, score_ids, score_text
 
 SOURCE = "def add(a, b):\n    '''Sum.'''\n    return a + b\n\nprint(add(1, 2))\n"
 
@@ -33,6 +33,31 @@ def test_last_layer_is_the_output_and_shapes_follow_the_layers(tiny):
     assert lens.top_ids.shape == (3, scores.n_tokens, scores.top_ids.shape[1])
     _same_as_output(lens, scores, 1e-7)
     assert lens.output.top_text == scores.top_text
+
+
+def split_tokens(bundle, text: str, chars: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(ids, start, end)`` of ``text`` with its first ``chars`` characters one token each and the rest tokenized
+    on its own: exact ids that tokenizing the whole text would not give (as a completion's may be)."""
+    ids, start, end = [], [], []
+    for i in range(chars):
+        (one,) = bundle.tokenizer(text[i], add_special_tokens=False)["input_ids"]
+        ids.append(one), start.append(i), end.append(i + 1)
+    rest = bundle.tokenizer(text[chars:], add_special_tokens=False, return_offsets_mapping=True)
+    ids += rest["input_ids"]
+    start += [chars + a for a, _ in rest["offset_mapping"]]
+    end += [chars + b for _, b in rest["offset_mapping"]]
+    return np.asarray(ids), np.asarray(start), np.asarray(end)
+
+
+def test_exact_ids_are_kept_and_their_last_layer_is_score_ids(tiny):
+    ids, start, end = split_tokens(tiny, SOURCE, 9)
+    assert not np.array_equal(ids, encode(tiny, SOURCE)[0])  # not what tokenizing the text gives
+    lens = lens_ids(tiny, SOURCE, ids, start, end)
+    assert np.array_equal(lens.output.ids, ids) and np.array_equal(lens.output.start, start)
+    assert lens.prob.shape == (tiny.n_layers + 1, len(ids))
+    _same_as_output(lens, score_ids(tiny, SOURCE, ids, start, end), 1e-7)
+    with pytest.raises(InputError, match="one entry per token"):
+        lens_ids(tiny, SOURCE, ids, start[:-1], end)
 
 
 def test_windows_give_every_layer_the_outputs_context(tiny):

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from asc.errors import ModelLoadError, UnknownModelError
-from asc.models import EMBEDDED, load_model, tiny_random_model
+from asc.models import EMBEDDED, load_model
 from tests.helpers import ROOT
+from tests.support.models import tiny_random_model
 
 
 def _logits(bundle, text="def f(x):\n    return x\n"):
@@ -88,6 +89,32 @@ def test_hub_id_loads_from_hub_cache_offline(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["asc-test/tiny", "2", "64"]
+
+
+def _registry_in_a_fresh_process(**env: str) -> list[str]:
+    code = "from asc.models import EMBEDDED\nprint(' '.join(f'{n}:{e.synthetic:d}' for n, e in EMBEDDED.items()))\n"
+    base = {k: v for k, v in os.environ.items() if k != "ASC_MODEL_MODULES"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                         env={**base, "PYTHONPATH": str(ROOT), **env})
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()
+
+
+def test_the_registry_ships_no_test_model_and_the_tests_register_theirs():
+    shipped = _registry_in_a_fresh_process()
+    assert shipped == ["smollm2-135m:0", "gemma3-270m:0", "minilm-l6:0"]  # production: real models only
+    assert _registry_in_a_fresh_process(ASC_MODEL_MODULES="tests.support.models") == [*shipped, "tiny-random:1"]
+
+
+def test_register_model_needs_a_builder_and_keeps_shipped_names():
+    from asc.errors import InputError
+    from asc.models import EmbeddedModel, register_model
+
+    with pytest.raises(InputError, match="build="):
+        register_model(EmbeddedModel("mine", "no builder", ""))
+    with pytest.raises(InputError, match="shipped model"):
+        register_model(EmbeddedModel("smollm2-135m", "a clash", "", build=tiny_random_model))
+    assert EMBEDDED["smollm2-135m"].build is None and "mine" not in EMBEDDED
 
 
 def test_registry_reports_installation():

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from asc import paths
+from asc.errors import InputError
 
 VARIABLES = ("ASC_RUNS_DIR", "ASC_CACHE_DIR", "ASC_DATA_ROOTS", "ASC_MODEL", "ASC_STUDY_MODE", "ASC_STUDY", "ASC_STUDY_DIR",
              "ASC_STUDY_DB", "ASC_STUDY_PASSWORD", "XDG_CACHE_HOME")
@@ -125,3 +126,11 @@ def test_data_roots_unset_is_none_else_folders_like_runs_dir(monkeypatch, tmp_pa
     assert paths.data_roots() == [paths.APP_ROOT / "corpora", tmp_path / "abs"]  # blanks dropped
     monkeypatch.setenv("ASC_DATA_ROOTS", " ")
     assert paths.data_roots() is None
+
+
+def test_model_modules_are_dotted_names(monkeypatch):
+    monkeypatch.setenv("ASC_MODEL_MODULES", " tests.support.models , other_pkg.models ,")
+    assert paths.model_modules() == ("tests.support.models", "other_pkg.models")
+    monkeypatch.setenv("ASC_MODEL_MODULES", "tests/support/models.py")
+    with pytest.raises(InputError, match="module names such as"):
+        paths.model_modules()

@@ -404,8 +404,8 @@ def test_a_model_vocabulary_larger_than_the_tokenizer_names_the_extra_ids():
     the top-k: it reads ``<id N>`` instead of breaking the scoring (the GPU report's random models found it)."""
     import dataclasses
 
-    from asc.models import tiny_random_model
     from asc.scores import vocab_text
+    from tests.support.models import tiny_random_model
 
     bundle = tiny_random_model(seed=3)
     n = len(bundle.tokenizer)

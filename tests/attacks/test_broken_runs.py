@@ -22,7 +22,7 @@ from tests.helpers import ROOT, corpus_snippets
 
 @pytest.fixture(scope="module")
 def good_run(tmp_path_factory):
-    from asc.models import tiny_random_model
+    from tests.support.models import tiny_random_model
 
     out = tmp_path_factory.mktemp("good") / "run"
     run_corpus(tiny_random_model(), corpus_snippets(4), out, corpus="test", batch_size=2, progress=False)

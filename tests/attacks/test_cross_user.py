@@ -145,8 +145,8 @@ def test_corpus_figures_escape_model_and_corpus_names():
 
 
 def test_the_queue_records_and_filters_owners(tmp_path):
-    from asc import tiny_random_model
-    from asc.corpus.jobs import JobKind, JobQueue
+    from asc.jobs import JobKind, JobQueue
+    from tests.support.models import tiny_random_model
 
     queue = JobQueue(lambda spec, trust_remote_code=False: tiny_random_model())
     a = queue.submit_call(JobKind.LAYERS, "m", "a", tmp_path / "a", lambda b, p, s: None, owner="tab-a")
@@ -164,14 +164,14 @@ def _panel_texts(at) -> list[str]:
 
 
 def test_each_tab_sees_its_own_jobs_and_their_text_is_escaped(monkeypatch, tmp_path):
-    from asc.corpus.jobs import JobKind
     from asc.errors import AscError
+    from asc.jobs import JobKind
     from ui import jobs
 
     monkeypatch.setenv("ASC_MODEL", "tiny-random")
     monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path / "runs"))
-    mine = AppTest.from_file(page("layers"), default_timeout=120)
-    theirs = AppTest.from_file(page("layers"), default_timeout=120)
+    mine = AppTest.from_file(page("probing"), default_timeout=120)
+    theirs = AppTest.from_file(page("probing"), default_timeout=120)
     mine.run()
     theirs.run()
     token = mine.session_state["asc_tab_token"]

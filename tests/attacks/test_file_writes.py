@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest
 from tests.helpers import ROOT, toy_task
 from tests.pages.helpers import button, page
 
-LAYERS_PAGE = page("layers")
+LAYERS_PAGE = page("probing")
 
 
 def _files_under(folder: Path) -> set[Path]:

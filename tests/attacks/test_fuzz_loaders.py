@@ -356,7 +356,7 @@ def test_a_missing_path_or_a_folder_is_a_clear_error(tmp_path, loader, kind):
 def run_folder(tmp_path_factory):
     from asc.corpus.runs import run_corpus
     from asc.corpus.sources import Snippet
-    from asc.models import tiny_random_model
+    from tests.support.models import tiny_random_model
 
     folder = tmp_path_factory.mktemp("fuzz-run") / "run"
     snippets = [Snippet("a", "def f(x):\n    return x + 1\n"), Snippet("b", "def g(y):\n    if y:\n        return 2\n")]

@@ -33,6 +33,7 @@ from tests.browser import (
     streamlit_command,
 )
 from tests.helpers import ROOT
+from tests.support.models import MODULE
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not has_chromium(), reason="Debian chromium not installed (make test does)")]
@@ -45,7 +46,8 @@ TIMEOUT = 90_000  # ms: a loaded 2-core machine
 
 def _env(tmp_path, **extra: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASC_")}
-    return {**env, "HF_HUB_OFFLINE": "1", "ASC_MODEL": "tiny-random", "ASC_RUNS_DIR": str(tmp_path / "runs"), **extra}
+    return {**env, "HF_HUB_OFFLINE": "1", "ASC_MODEL": "tiny-random", "ASC_MODEL_MODULES": MODULE,
+            "ASC_RUNS_DIR": str(tmp_path / "runs"), **extra}
 
 
 def _visit(browser, url: str, box: str):

@@ -17,9 +17,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from asc.access import AccessPolicy
-from asc.corpus.jobs import JobKind, JobQueue
 from asc.corpus.sources import load_corpus
 from asc.errors import InputError
+from asc.jobs import JobKind, JobQueue
 from tests.pages.helpers import TINY, button, page
 
 LONG = "a" * 300
@@ -45,7 +45,7 @@ def test_an_os_error_in_a_job_fails_it_with_one_line_and_no_traceback_in_the_log
         load_corpus(corpus, roots=[tmp_path])
 
     queue = JobQueue(lambda spec: spec)
-    with caplog.at_level(logging.WARNING, logger="asc.corpus.jobs"):
+    with caplog.at_level(logging.WARNING, logger="asc.jobs"):
         job = queue.submit_call(JobKind.ATTENTION, "m", "attention maps", tmp_path / "o", call)
         after = queue.submit_call(JobKind.ATTENTION, "m", "next", tmp_path / "o", lambda b, p, s: None)
         assert queue.wait(60)
@@ -93,7 +93,7 @@ def test_a_task_file_named_with_a_nul_is_refused_and_nothing_is_submitted(monkey
     monkeypatch.setenv("ASC_MODEL", "tiny-random")
     monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))
     before = len(jobs.job_queue().jobs())
-    at = AppTest.from_file(page("layers"), default_timeout=120)
+    at = AppTest.from_file(page("probing"), default_timeout=120)
     at.run()
     at.multiselect(key="lp_models").set_value(["tiny-random"])
     at.multiselect(key="lp_tasks").set_value([])

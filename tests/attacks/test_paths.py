@@ -101,8 +101,8 @@ def test_data_roots_come_from_the_environment(tmp_path, monkeypatch):
 
 
 def test_the_app_queue_keeps_runs_inside_the_data_roots(tmp_path, monkeypatch):
-    from asc import tiny_random_model
-    from asc.corpus.jobs import JobQueue
+    from asc.jobs import JobQueue
+    from tests.support.models import tiny_random_model
 
     data = tmp_path / "data"
     data.mkdir()

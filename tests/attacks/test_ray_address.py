@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from asc.corpus import engines
-from asc.corpus.jobs import JobKind, JobQueue
 from asc.errors import CorpusError
+from asc.jobs import JobKind, JobQueue
 
 TIMEOUT = 1.0  # the probe's time limit in these tests (the module's default is 20 s)
 

@@ -168,7 +168,7 @@ def test_a_run_that_fails_before_its_first_chunk_leaves_no_folder(tiny, tmp_path
 
 
 def test_run_folder_names_are_unique_and_readable(tmp_path):
-    from asc.corpus.jobs import run_folder
+    from asc.jobs import run_folder
 
     pairs = [
         (("a/b", "c", 5), ("a-b", "c", 5)),  # slugs collide

@@ -188,7 +188,7 @@ def test_shared_model_pickers_offer_no_text_field(monkeypatch, tmp_path):
     _shared(monkeypatch, ASC_ALLOWED_MODELS="org/extra")
     monkeypatch.setenv("ASC_MODEL", "tiny-random")
     monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))
-    for name, prefix in (("compare", "cmp"), ("global_eval", "run"), ("layers", "lp"), ("attention", "at"),
+    for name, prefix in (("compare", "cmp"), ("global_eval", "run"), ("probing", "lp"), ("attention", "at"),
                          ("gluecode", "gc"), ("blanca", "bl")):
         at = AppTest.from_file(page(name), default_timeout=120)
         at.run()
@@ -322,8 +322,8 @@ def _secret_folder(tmp_path: Path) -> Path:
 
 def test_a_forged_eval_job_cannot_read_outside_the_shared_roots(tmp_path):
     """A submission that skipped the page's check is refused by the queue itself (roots=(): built-ins only)."""
-    from asc.corpus.jobs import JobQueue
-    from asc.models import tiny_random_model
+    from asc.jobs import JobQueue
+    from tests.support.models import tiny_random_model
 
     queue = JobQueue(lambda spec: tiny_random_model(), roots=lambda: ())
     job = queue.submit("tiny-random", str(_secret_folder(tmp_path)), None, tmp_path / "runs")
@@ -335,9 +335,9 @@ def test_a_forged_eval_job_cannot_read_outside_the_shared_roots(tmp_path):
 @pytest.mark.parametrize("kind", ["layers", "attention"])
 def test_forged_probe_jobs_cannot_read_outside_the_shared_roots(tmp_path, kind):
     from asc.errors import AscError
-    from asc.models import tiny_random_model
     from probes.catalog import layer_job
     from probes.codesyntax.attention import attention_job
+    from tests.support.models import tiny_random_model
 
     corpus = str(_secret_folder(tmp_path))
     call = (layer_job(["KTX"], tmp_path / "out", corpus=corpus, size=20, roots=())

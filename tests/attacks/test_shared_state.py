@@ -24,7 +24,7 @@ SOURCE = "def add(a, b):\n    return a + b\n"
 @pytest.fixture
 def second_model(tmp_path) -> str:
     """A second tiny model (a local Hugging Face folder), so model A and model B differ."""
-    from asc import tiny_random_model
+    from tests.support.models import tiny_random_model
 
     folder = tmp_path / "tiny-b"
     bundle = tiny_random_model(seed=1)
@@ -56,8 +56,8 @@ def test_a_job_on_another_model_keeps_the_inspectors_model(second_model, tmp_pat
 
 
 def test_a_job_passes_its_trust_remote_code_to_the_loader(tmp_path):
-    from asc import tiny_random_model
-    from asc.corpus.jobs import JobKind, JobQueue
+    from asc.jobs import JobKind, JobQueue
+    from tests.support.models import tiny_random_model
 
     calls: list[tuple[str, bool]] = []
 

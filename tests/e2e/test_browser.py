@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from asc.corpus.jobs import JobKind
+from asc.jobs import JobKind
 from tests.browser import (
     MODEL_RUN,
     OUT,

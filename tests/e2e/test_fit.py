@@ -102,13 +102,14 @@ def _serve(env: dict, log_name: str):
 def results(runs_dir, tmp_path_factory):
     """A runs folder with results for every page: the two HumanEval runs (SmolLM2, tiny), and small attention,
     layer, glueCode (tiny random model) and BLANCA (MiniLM) runs."""
-    from asc.models import load_model, tiny_random_model
+    from asc.models import load_model
     from probes.blanca.build import load_task_set
     from probes.blanca.runs import run_blanca
     from probes.catalog import layer_job
     from probes.codesyntax.attention import run_attention
     from probes.gluecode import runs as gluecode_runs
     from tests.helpers import ATTENTION_CODES, blanca_items, gluecode_items, toy_task, write_blanca_set
+    from tests.support.models import tiny_random_model
 
     del blanca_items  # the items write_blanca_set writes
     root = tmp_path_factory.mktemp("fit-runs")

@@ -19,8 +19,8 @@ def test_attention_page_without_results_says_how_to_get_them(monkeypatch, tmp_pa
 
 
 def test_attention_page_shows_backend_scores(monkeypatch, tmp_path):
-    from asc.models import tiny_random_model
     from probes.codesyntax.attention import relation_table, run_attention
+    from tests.support.models import tiny_random_model
 
     run = run_attention(tiny_random_model(), ATTENTION_CODES * 3, tmp_path / "runs" / "attention", spec="tiny-random",
                         ks=(1, 2))

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from asc.corpus.jobs import JobKind
+from asc.jobs import JobKind
 from probes.blanca.build import load_task_set
 from probes.blanca.evaluate import blanca_table, summarize
 from probes.blanca.runs import blanca_job, load_scores, run_blanca, target_kinds

@@ -42,8 +42,8 @@ def test_causal_page_without_results(monkeypatch, tmp_path):
 @pytest.mark.slow
 def test_causal_page_on_a_tiny_run(monkeypatch, tmp_path):
     from asc.corpus import run_corpus
-    from asc.models import tiny_random_model
     from tests.helpers import corpus_snippets
+    from tests.support.models import tiny_random_model
 
     run_corpus(tiny_random_model(), corpus_snippets(8), tmp_path / "tiny", corpus="toy", progress=False)
     monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path))

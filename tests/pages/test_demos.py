@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from asc.corpus.jobs import JobKind, run_folder
+from asc.jobs import JobKind, run_folder
 from tests.helpers import ATTENTION_CODES
 from tests.pages.helpers import button, charts, page
 from ui import jobs
@@ -94,7 +94,7 @@ def test_causal_demo_is_the_same_eval_run(fresh):
 @pytest.mark.slow
 def test_layers_demo_uses_only_the_default_model_under_the_tiny_model(fresh):
     assert jobs.demo_models(JobKind.LAYERS) == ["tiny-random"]
-    at, new = _click_demo("layers", JobKind.LAYERS, fresh)
+    at, new = _click_demo("probing", JobKind.LAYERS, fresh)
     assert [job.model for job in new] == ["tiny-random"]
     titles = [c["layout"]["title"]["text"] for c in charts(at)]
     assert titles[0] == "tiny-random: accuracy per task and layer (box: layer chosen on dev)"
@@ -157,12 +157,12 @@ def test_layer_demo_adds_the_minilm_baseline_for_a_real_default(monkeypatch):
 def test_a_new_tab_shows_the_queued_demo_of_another_without_its_controls(fresh):
     """Tab A's layer demo waits in the queue: tab B, opened afterwards, lists it (kind, status, place in line, none of
     A's text), offers no second demo and no Cancel for it, and says the results will appear."""
-    first = AppTest.from_file(page("layers"), default_timeout=300)
+    first = AppTest.from_file(page("probing"), default_timeout=300)
     first.run()
     gate = _hold_queue(fresh / "held", JobKind.LAYERS)
     button(first, jobs.demo_label(JobKind.LAYERS)).click().run()
     (job,) = [j for j in jobs.job_queue().jobs(JobKind.LAYERS) if j.active]
-    second = AppTest.from_file(page("layers"), default_timeout=300)
+    second = AppTest.from_file(page("probing"), default_timeout=300)
     second.run()
     assert not second.exception
     assert second.session_state["asc_tab_token"] != job.owner

@@ -103,7 +103,7 @@ def test_global_page_opens_a_100000_snippet_run(monkeypatch, tmp_path, tiny):
 
 def test_global_page_shows_layers_of_layer_runs(monkeypatch, tmp_path, tiny):
     from asc import load_corpus, run_corpus
-    from asc.corpus.layers import layer_summary
+    from asc.corpus.depth import layer_summary
 
     snippets = load_corpus("humaneval", limit=3)
     run_corpus(tiny, snippets, tmp_path / "layered", corpus="humaneval", progress=False, layers=True)
@@ -136,9 +136,9 @@ def test_global_page_shows_layers_of_layer_runs(monkeypatch, tmp_path, tiny):
 
 def test_global_page_shows_fork_rates_of_fork_runs(monkeypatch, tmp_path, tiny):
     from asc import load_corpus, run_corpus
+    from asc.branching.forks import ForkSettings
     from asc.corpus.forks import fork_table
     from asc.corpus.listing import run_folders
-    from asc.forks import ForkSettings
 
     snippets = load_corpus("humaneval", limit=3)
     settings = ForkSettings(max_margin=0.0004, min_entropy=100.0)  # splits the tiny model's tokens

@@ -6,7 +6,7 @@ import html
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from asc.corpus.jobs import JobKind
+from asc.jobs import JobKind
 from probes.gluecode import runs
 from probes.gluecode.items import OPERATORS
 from tests.helpers import gluecode_items as toy_items

@@ -199,15 +199,27 @@ def test_per_layer_on_a_model_without_a_lens_is_an_info(app, tiny, monkeypatch):
     cache.cached_explain_layers.clear()
 
 
-def test_per_layer_on_a_completion_keeps_the_generated_mark(app):
-    app.text_area(key="code").set_value("def add(a, b):\n").run()
+def _sequence(app) -> str:
+    return next(h.proto.body for h in app.get("html") if "asc-seq" in h.proto.body)
+
+
+def _tokens(seq: str) -> list[tuple[str, str]]:
+    """(index, text) of each token the sequence view draws."""
+    return re.findall(r'<span data-token="(\d+)"[^>]*>([^<]*)</span>', seq)
+
+
+def test_per_layer_on_a_completion_keeps_its_tokens_and_the_generated_mark(app):
+    # the tiny model writes 64 tokens here that the text's own tokenization would cut into 103
+    app.text_area(key="code").set_value("def count(xs):\n    n = 0\n").run()
     button(app, "Complete").click().run()
+    completed = _sequence(app)
     app.toggle(key="per_layer").set_value(True).run()
     assert not app.exception and not app.error
-    assert any("completed text is scored as it is" in c.value for c in app.caption)
+    assert _sequence(app) == completed  # the output layer is the completion's own scores, token for token
     app.slider(key="depth_layer").set_value(1).run()
-    seq = next(h.proto.body for h in app.get("html") if "asc-seq" in h.proto.body)
+    seq = _sequence(app)
+    assert _tokens(seq) == _tokens(completed) and len(_tokens(seq)) == 64
     assert seq.count('title="generated from here"') == 1
     before, after = seq.split('title="generated from here"')
-    assert "def add(a, b):" in html.unescape(re.sub(r"<[^>]+>", "", before))  # the prompt comes before the mark
+    assert "def count(xs):" in html.unescape(re.sub(r"<[^>]+>", "", before))  # the prompt comes before the mark
     assert "underline" in after and "underline" not in before

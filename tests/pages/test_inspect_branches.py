@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from asc.forks import fork_points, node_fork_rate
+from asc.branching.forks import fork_points, node_fork_rate
 from tests.pages.helpers import TINY, button, charts, page, tree_traces
 from ui import branches_view
 
@@ -180,9 +180,9 @@ FAKE = {"task_id": "Fake/0", "prompt": PROMPT, "entry_point": "add", "canonical_
 
 
 def test_humaneval_tests_run_on_every_completion_only_when_asked(app, monkeypatch):
-    from asc.humaneval_check import run_tests
+    from asc.branching.humaneval import run_tests
 
-    monkeypatch.setattr("asc.humaneval_check._problems", lambda: (FAKE,))
+    monkeypatch.setattr("asc.branching.humaneval._problems", lambda: (FAKE,))
     assert run_tests(PROMPT + FAKE["canonical_solution"]).passed  # the fake problem is a working one
     app.slider(key="max_new").set_value(8).run()
     app.text_area(key="code").set_value(PROMPT).run()
@@ -201,7 +201,7 @@ def test_humaneval_tests_run_on_every_completion_only_when_asked(app, monkeypatc
 
 
 def test_humaneval_tests_are_not_offered_on_a_shared_server(app, monkeypatch):
-    monkeypatch.setattr("asc.humaneval_check._problems", lambda: (FAKE,))
+    monkeypatch.setattr("asc.branching.humaneval._problems", lambda: (FAKE,))
     monkeypatch.setenv("ASC_SHARED", "1")
     app.slider(key="max_new").set_value(4).run()
     app.text_area(key="code").set_value(PROMPT).run()
@@ -211,7 +211,7 @@ def test_humaneval_tests_are_not_offered_on_a_shared_server(app, monkeypatch):
 
 
 def test_the_default_branch_point_is_the_most_uncertain_fork_that_is_not_whitespace(completed):
-    from asc.forks import most_uncertain
+    from asc.branching.forks import most_uncertain
     from asc.viz.html import visible_whitespace
 
     app = completed

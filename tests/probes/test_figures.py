@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from probes.figures import best_layer_heatmap, confusion_figure, layer_curves, layer_heatmap, normalized_heatmap
-from probes.inspect.layers import best_layer_table, normalized_table, results_table
 from probes.inspect.linear import ProbeResult
+from probes.inspect.runs import best_layer_table, normalized_table, results_table
 
 
 def _result(model, task, acc, labels=("a", "b")):

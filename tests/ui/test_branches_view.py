@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from asc.forks import ForkPoints
+from asc.branching.forks import ForkPoints
 from ui import branches_view
 
 

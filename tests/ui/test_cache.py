@@ -6,7 +6,7 @@ def test_switching_models_frees_the_previous_one(tmp_path):
     import gc
     import weakref
 
-    from asc import tiny_random_model
+    from tests.support.models import tiny_random_model
     from ui import cache
 
     other = tmp_path / "tiny-folder"

@@ -5,7 +5,7 @@ import threading
 
 from streamlit.testing.v1 import AppTest
 
-from asc.corpus.jobs import JobKind
+from asc.jobs import JobKind
 from tests.pages.helpers import TINY, button, page
 from ui import jobs, widgets
 

@@ -3,7 +3,7 @@
 import time
 from pathlib import Path
 
-from asc.corpus.jobs import Job, JobKind, JobQueue
+from asc.jobs import Job, JobKind, JobQueue
 from ui import jobs
 
 

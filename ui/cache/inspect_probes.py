@@ -18,7 +18,7 @@ from ui.cache.stamp import change_stamp
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _probe_results(path: str, stamp: str) -> list:
-    from probes.inspect.layers import load_results
+    from probes.inspect.runs import load_results
 
     return load_results(path)
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from asc import Explanation, explain, load_model
-from asc.depth import LayerExplanation, explain_layers, top_vocab
+from asc.depth import LayerExplanation, explain_completion_layers, explain_layers, top_vocab
 from asc.generate import Completion, complete, explain_completion
 from asc.models import ModelBundle
 
@@ -74,14 +74,25 @@ def cached_explain(spec: str, trust_remote_code: bool, source: str, language: st
     return explain(get_bundle(spec, trust_remote_code, device, dtype), source, language=language, aggregate=aggregate)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+def completion_key(comp: Completion) -> tuple:
+    """What identifies a completion in a cache key (its text, exact ids and their offsets, the prompt's length)."""
+    return comp.prompt, comp.text, comp.ids.tobytes(), comp.start.tobytes(), comp.end.tobytes(), comp.n_prompt
+
+
+@st.cache_data(max_entries=16, show_spinner=False, hash_funcs={Completion: completion_key})
 def cached_explain_layers(spec: str, trust_remote_code: bool, source: str, language: str, aggregate: str,
-                          device: str = "auto", dtype: str = "auto") -> tuple[LayerExplanation, dict[int, str]]:
+                          device: str = "auto", dtype: str = "auto",
+                          completion: Completion | None = None) -> tuple[LayerExplanation, dict[int, str]]:
     """AsC-Eval at every layer (logit lens) keyed like :func:`cached_explain`, with the texts of every layer's
-    top-k ids (:func:`asc.depth.top_vocab`), so moving the layer slider never touches the model. An
-    :class:`~asc.errors.InputError` (an encoder, an architecture the lens does not know) is raised, not cached."""
+    top-k ids (:func:`asc.depth.top_vocab`), so moving the layer slider never touches the model. With a
+    ``completion`` (whose text is ``source``) its exact ids are scored, as :func:`cached_complete` scores the
+    output, so every layer has the completion's tokens. An :class:`~asc.errors.InputError` (an encoder, an
+    architecture the lens does not know) is raised, not cached."""
     bundle = get_bundle(spec, trust_remote_code, device, dtype)
-    depth = explain_layers(bundle, source, language=language, aggregate=aggregate)
+    if completion is not None:
+        depth = explain_completion_layers(bundle, completion, language=language, aggregate=aggregate)
+    else:
+        depth = explain_layers(bundle, source, language=language, aggregate=aggregate)
     return depth, top_vocab(depth.lens, bundle.tokenizer)
 
 

@@ -123,15 +123,15 @@ def causal_result(path: Path, min_snippets: int, simulations: int, seed: int,
 
 @st.cache_data(max_entries=12, show_spinner=False)
 def _layer_summary(path: str, label: str, stamp: str) -> pd.DataFrame:
-    from asc.corpus.layers import layer_summary
+    from asc.corpus.depth import layer_summary
 
     return layer_summary(path, label)
 
 
 def layer_summary(path: Path, label: str) -> pd.DataFrame | None:
-    """The category x layer medians of a run made with ``--layers`` (``asc.corpus.layers.layer_summary``),
+    """The category x layer medians of a run made with ``--layers`` (``asc.corpus.depth.layer_summary``),
     labelled ``label``; None for a run without per-layer values. Re-read when the run gains a chunk."""
-    from asc.corpus.layers import has_layers
+    from asc.corpus.depth import has_layers
 
     return _layer_summary(str(path), label, run_stamp(path)) if has_layers(path) else None
 

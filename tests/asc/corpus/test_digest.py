@@ -14,7 +14,7 @@ from tests.helpers import corpus_snippets
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    from asc.models import tiny_random_model
+    from tests.support.models import tiny_random_model
 
     out = tmp_path_factory.mktemp("digest") / "run"
     run_corpus(tiny_random_model(), corpus_snippets(7), out, corpus="toy", batch_size=3, progress=False)
@@ -54,7 +54,7 @@ def test_runs_without_digests_are_digested_from_their_nodes(run_dir, tmp_path):
 
 
 def test_a_growing_run_reads_only_its_new_parts(tmp_path):
-    from asc.models import tiny_random_model
+    from tests.support.models import tiny_random_model
 
     out = tmp_path / "run"
     snippets = corpus_snippets(7)

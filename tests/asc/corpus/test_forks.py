@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from asc.align import AlignOptions
+from asc.branching.forks import ForkSettings, category_fork_rate, fork_points
 from asc.concepts import GLOBAL
 from asc.corpus import load_run, run_corpus
 from asc.corpus.bootstrap import snippet_weights
@@ -20,7 +21,6 @@ from asc.corpus.sources import Snippet, load_corpus
 from asc.corpus.tables import chunk_tables
 from asc.errors import CorpusError, InputError
 from asc.explain import explain_scored
-from asc.forks import ForkSettings, category_fork_rate, fork_points
 from asc.scores import TOP_K, TokenScores
 
 SRC = "def f(x):\n    return x + 1\n"

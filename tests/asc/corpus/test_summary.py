@@ -119,7 +119,7 @@ def test_category_table_is_seeded_and_counts_nodes(tiny, tmp_path):
 @pytest.fixture(scope="module")
 def tiny_runs(tmp_path_factory):
     """Two different random models (seeds 0 and 1) on the same 6 small functions: fast stand-ins for ``runs``."""
-    from asc.models import tiny_random_model
+    from tests.support.models import tiny_random_model
 
     root = tmp_path_factory.mktemp("tiny-runs")
     run_corpus(tiny_random_model(), corpus_snippets(6), root / "s0", corpus="toy", progress=False)

@@ -1,5 +1,5 @@
 """asc.viz.branches: the branch tree figure and two trees side by side with their differences ringed, on
-hand-made branches of known snippets (tests/asc/test_branch_tree.py); the sequence view's fork marks."""
+hand-made branches of known snippets (tests/asc/branching/test_tree.py); the sequence view's fork marks."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import re
 import numpy as np
 import pytest
 
-from asc.branch_tree import BranchTree
+from asc.branching.forks import fork_points
+from asc.branching.tree import BranchTree
+from asc.branching.treediff import ast_diff
 from asc.explain import explain
-from asc.forks import fork_points
-from asc.treediff import ast_diff
 from asc.viz import DIFF_COLORS, branch_compare_figures, branch_tree_figure, sequence_html
 from asc.viz.html import visible_whitespace
 from asc.viz.layout import tree_layout
-from tests.asc.test_branch_tree import BROKEN, PROMPT, A, B, branch_of, completion_of, first_difference
+from tests.asc.branching.test_tree import BROKEN, PROMPT, A, B, branch_of, completion_of, first_difference
 
 
 @pytest.fixture(scope="module")

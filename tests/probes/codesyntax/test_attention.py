@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from asc.errors import InputError
-from asc.models import tiny_random_model
 from probes.codesyntax.attention import (
     load_attention_run,
     relation_table,
@@ -17,6 +16,7 @@ from probes.codesyntax.attention import (
 )
 from probes.codesyntax.relations import extract
 from tests.helpers import ATTENTION_CODES
+from tests.support.models import tiny_random_model
 
 CODES = ATTENTION_CODES
 

@@ -1,6 +1,6 @@
 """glueCode's NPATH and NULL as layer probes (probes.gluecode.probing): labels computed independently, balance,
 60/20/20 splits by package, determinism, mypy's NULL labels on hand-made packages, and a run through
-probes.inspect.layers.run_layers with the tiny model."""
+probes.inspect.runs.run_layers with the tiny model."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from asc.errors import CorpusError, InputError
 from probes.gluecode.items import NPATH_BUCKETS, npath_bucket, probe_splits, split_of
 from probes.gluecode.probing import NULL_LABELS, PROBE_INFO, probe_task
 from probes.inspect.labels import npath
-from probes.inspect.layers import load_results, run_layers
+from probes.inspect.runs import load_results, run_layers
 from tests.helpers import npath_function
 
 CHAINS = {1: [], 2: [1], 3: [2], 4: [1, 1], 6: [1, 2], 8: [1, 1, 1], 9: [2, 2], 12: [1, 1, 2], 16: [1] * 4,

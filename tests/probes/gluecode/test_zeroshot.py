@@ -18,11 +18,12 @@ import pytest
 import torch
 
 from asc.errors import AscError, InputError
-from asc.models import ModelBundle, tiny_random_model
+from asc.models import ModelBundle
 from asc.scores import score_text
 from probes.gluecode import zeroshot as Z
 from probes.gluecode.items import MASK, NO_WARNING, NPATH_BUCKETS, OPERATORS, Item
 from probes.gluecode.likelihood import generate_identifiers, leading_identifier, rank_texts
+from tests.support.models import tiny_random_model
 
 OPS_FN = "def f(a, b):\n    c = a <MASK> b\n    return c\n"
 

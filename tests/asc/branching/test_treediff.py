@@ -1,10 +1,10 @@
-"""asc.treediff: two known snippets aligned node by node (removed, added, changed, the first divergence)."""
+"""asc.branching.treediff: two known snippets aligned node by node (removed, added, changed, the first divergence)."""
 
 import pytest
 
+from asc.branching.treediff import ast_diff
 from asc.errors import InputError
 from asc.syntax import parse
-from asc.treediff import ast_diff
 
 A = "def f(x):\n    y = x + 1\n    return y\n"
 B = "def f(x):\n    y = x * 2\n    print(y)\n    return y\n"

@@ -1,4 +1,4 @@
-"""Per-layer corpus runs (asc.corpus.layers): ``--layers`` adds a layers/ table whose output layer equals the nodes
+"""Per-layer corpus runs (asc.corpus.depth): ``--layers`` adds a layers/ table whose output layer equals the nodes
 table, the summary's medians come from it, a run keeps its --layers setting, and Ray writes the same table."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from asc.concepts import GLOBAL
 from asc.corpus import load_run, run_corpus
-from asc.corpus.layers import crossing_table, has_layers, layer_frame, layer_summary
+from asc.corpus.depth import crossing_table, has_layers, layer_frame, layer_summary
 from asc.corpus.sources import load_corpus
 from asc.errors import CorpusError
 

@@ -1,4 +1,4 @@
-"""asc.branch: branches from a KV cache (tiny model and a scripted one), explore_forks, ast_diff, and the
+"""asc.branching.branches: branches from a KV cache (tiny model and a scripted one), explore_forks, ast_diff, and the
 ``python -m asc branch`` command. One real SmolLM2 test is marked ``real``.
 
 The scripted model wraps the tiny model: its forward runs the real one (so the cache is real) and then puts
@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 import torch
 
-import asc.branch as branch_mod
-from asc.branch import branch, explore_forks, mean_value, prefix_cache
+import asc.branching.branches as branch_mod
+from asc.branching.branches import branch, explore_forks, mean_value, prefix_cache
+from asc.branching.forks import fork_points
+from asc.branching.treediff import ast_diff
 from asc.errors import InputError
-from asc.forks import fork_points
 from asc.generate import complete, explain_completion
 from asc.scores import encode
 from asc.syntax import parse
-from asc.treediff import ast_diff
 from tests.helpers import run_module
 
 PROMPT = "def f(x):\n    y = x"

@@ -1,4 +1,4 @@
-"""probes.inspect.layers: result files, resume, tables, Table III normalization; probes.catalog's task building
+"""probes.inspect.runs: result files, resume, tables, Table III normalization; probes.catalog's task building
 and background job (glueCode's tasks in the catalogue: tests/probes/test_catalog.py).
 
 The command line (``python -m probes layers``) is tested in tests/probes/test_main.py."""
@@ -9,11 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from asc.corpus.jobs import JobKind, JobQueue
-from asc.models import tiny_random_model
+from asc.jobs import JobKind, JobQueue
 from probes.catalog import build_tasks, layer_job
-from probes.inspect import layers as L
-from probes.inspect.layers import (
+from probes.inspect import runs as L
+from probes.inspect.runs import (
     best_layer_table,
     load_results,
     normalized_table,
@@ -22,6 +21,7 @@ from probes.inspect.layers import (
     run_layers,
 )
 from tests.helpers import toy_task
+from tests.support.models import tiny_random_model
 
 
 def test_run_writes_results_and_resumes(tiny, tmp_path, monkeypatch):

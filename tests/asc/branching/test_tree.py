@@ -1,4 +1,4 @@
-"""asc.branch_tree on hand-made branches of two known snippets (explained by the tiny model): the tree's
+"""asc.branching.tree on hand-made branches of two known snippets (explained by the tiny model): the tree's
 structure, summaries, JSON export, and the comparison tables."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pytest
 
-from asc.branch import Branch, BranchSettings, mean_value
-from asc.branch_tree import BranchTree, category_frame, diff_frame
+from asc.branching.branches import Branch, BranchSettings, mean_value
+from asc.branching.tree import BranchTree, category_frame, diff_frame
+from asc.branching.treediff import ast_diff
 from asc.errors import InputError
 from asc.explain import explain
 from asc.generate import Completion
-from asc.treediff import ast_diff
 
 PROMPT = "def f(x):\n"
 A = PROMPT + "    y = x + 1\n    return y\n"

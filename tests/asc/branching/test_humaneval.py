@@ -1,4 +1,4 @@
-"""asc.humaneval_check: HumanEval's own tests pass the canonical solution and fail a wrong one or a loop (in a
+"""asc.branching.humaneval: HumanEval's own tests pass the canonical solution and fail a wrong one or a loop (in a
 subprocess with a time limit); texts that complete no HumanEval prompt are refused; the confidence split."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
+from asc.branching.humaneval import confidence_split, find_problem, run_tests
 from asc.errors import InputError
-from asc.humaneval_check import confidence_split, find_problem, run_tests
 
 
 def _problem(task_id: str = "HumanEval/2") -> dict:

@@ -20,7 +20,7 @@ zeros to the longest and masked, with explicit position ids, so rows of differen
 finished rows leave the batch. Greedy rows equal branching one at a time (up to float rounding); sampled rows
 share one seeded generator, so they differ from a branch made alone. A :class:`Branch`'s ``completion`` has
 exact ids and spans for ``explain_completion``; its prompt is the trunk's when the fork is in the generated
-part, else the text before the fork. :func:`asc.treediff.ast_diff` compares two
+part, else the text before the fork. :func:`asc.branching.treediff.ast_diff` compares two
 branches' trees node by node.
 """
 
@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
+from asc.branching.forks import ForkPoints, most_uncertain
 from asc.device import model_device
 from asc.errors import InputError
 from asc.explain import Explanation, check_source
-from asc.forks import ForkPoints, most_uncertain
 from asc.generate import Completion, function_end
 from asc.models import ModelBundle
 from asc.scores import encode

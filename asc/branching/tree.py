@@ -1,15 +1,15 @@
 """The inspector's branch tree: a trunk completion and its branches (branches of branches too), immutable.
 
 A :class:`BranchTree` holds :class:`BranchNode` s in creation order: node 0 is the **trunk** (the completion the
-inspector shows first, ``branch`` None); every other node is a :class:`~asc.branch.Branch` made from its
+inspector shows first, ``branch`` None); every other node is a :class:`~asc.branching.branches.Branch` made from its
 ``parent``'s completion, with that completion's :class:`~asc.explain.Explanation`. :meth:`BranchTree.add`
 returns a new tree (the app keeps one per browser tab). Each node carries its summary: ``mean_value``, the mean
-AsC-Eval node value from its fork on (:func:`asc.branch.mean_value`; the trunk's from its first generated token)
+AsC-Eval node value from its fork on (:func:`asc.branching.branches.mean_value`; the trunk's from its first generated token)
 and ``parses`` (its tree has no ERROR or MISSING node). :meth:`BranchTree.to_dict` is the JSON export: the
 prompt, the decoding settings and, per node, its parent, the branch point (``Branch.to_dict``), its text and
 its whole AsC-Eval in the ``explain --json`` layout (``Explanation.to_dict``).
 
-:func:`diff_frame` and :func:`category_frame` are the tables of a two-branch comparison (:func:`asc.treediff.ast_diff`).
+:func:`diff_frame` and :func:`category_frame` are the tables of a two-branch comparison (:func:`asc.branching.treediff.ast_diff`).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asc.branch import Branch, mean_value
+from asc.branching.branches import Branch, mean_value
+from asc.branching.treediff import TreeDiff
 from asc.errors import InputError
 from asc.explain import Explanation
 from asc.generate import Completion
-from asc.treediff import TreeDiff
 
 if TYPE_CHECKING:
     import pandas as pd

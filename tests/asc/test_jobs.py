@@ -1,4 +1,4 @@
-"""asc.corpus.jobs: the background queue (one job at a time), its kinds, cancellation and failures."""
+"""asc.jobs: the background queue (one job at a time), its kinds, cancellation and failures."""
 
 import json
 import logging
@@ -7,19 +7,19 @@ import threading
 import pytest
 
 from asc.corpus import load_run
-from asc.corpus.jobs import JobKind, JobQueue, run_folder
 from asc.errors import InputError
+from asc.jobs import JobKind, JobQueue, run_folder
 
 
 def _queue():
-    from asc import tiny_random_model
+    from tests.support.models import tiny_random_model
 
     return JobQueue(lambda spec: tiny_random_model())
 
 
 @pytest.mark.slow
 def test_job_queue_runs_in_background_and_resumes(tmp_path, monkeypatch):
-    from asc import tiny_random_model
+    from tests.support.models import tiny_random_model
 
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("\n".join(json.dumps({"id": f"s{i}", "code": f"def f{i}(x):\n    return x + {i}\n"})
@@ -103,15 +103,15 @@ def test_user_errors_fail_the_job_with_their_message_and_crashes_are_logged(tmp_
     def crash(bundle, progress, stop):
         raise KeyError("boom")
 
-    with caplog.at_level(logging.ERROR, logger="asc.corpus.jobs"):
+    with caplog.at_level(logging.ERROR, logger="asc.jobs"):
         mistake = queue.submit_call(JobKind.LAYERS, "tiny-random", "mistake", tmp_path / "m", user_error)
         assert queue.wait(60)
         assert mistake.status == "failed" and mistake.error == "task XYZ is unknown: choose from KTX"
-        assert not [r for r in caplog.records if r.name == "asc.corpus.jobs"]  # a user mistake is no crash
+        assert not [r for r in caplog.records if r.name == "asc.jobs"]  # a user mistake is no crash
         broken = queue.submit_call(JobKind.LAYERS, "tiny-random", "broken", tmp_path / "b", crash)
         assert queue.wait(60)
     assert broken.status == "failed" and broken.error == "KeyError: 'boom'"
-    logged = [r for r in caplog.records if r.name == "asc.corpus.jobs"]
+    logged = [r for r in caplog.records if r.name == "asc.jobs"]
     assert [r.getMessage() for r in logged] == [f"corpus run {broken.id} failed"]
     assert logged[0].exc_info is not None  # with its traceback
     # the worker survived both: a later job still runs
@@ -154,7 +154,7 @@ def test_a_job_records_its_device_and_dtype_and_passes_them_to_the_loader(tmp_pa
 
 
 def test_an_eval_job_loads_its_model_on_its_device_and_dtype(tmp_path, monkeypatch):
-    from asc.corpus import jobs
+    from asc import jobs
 
     calls, runs = [], []
     monkeypatch.delenv("ASC_RAY_ADDRESS", raising=False)
@@ -181,7 +181,8 @@ def test_an_invalid_device_or_dtype_is_refused_when_submitted(tmp_path, placemen
 
 
 def test_eval_jobs_run_on_the_ray_cluster_named_by_asc_ray_address(tmp_path, monkeypatch):
-    from asc.corpus import engines, jobs
+    from asc import jobs
+    from asc.corpus import engines
 
     calls, seen, local = [], [], []
 

@@ -1,4 +1,4 @@
-"""asc.forks on hand-made scores: which tokens are fork points, and their rates per node and per category."""
+"""asc.branching.forks on hand-made scores: which tokens are fork points, and their rates per node and per category."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from asc.branching.forks import ForkSettings, category_fork_rate, fork_points, most_uncertain, node_fork_rate
 from asc.errors import InputError
 from asc.explain import explain_scored
-from asc.forks import ForkSettings, category_fork_rate, fork_points, most_uncertain, node_fork_rate
 from asc.scores import TOP_K, TokenScores
 
 SRC = "def f(x):\n    return x + 1\n"

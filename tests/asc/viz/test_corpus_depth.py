@@ -1,4 +1,4 @@
-"""Per-layer corpus figures (asc.viz.layers): the heatmap's grid and crossing rings, curves on relative depth."""
+"""Per-layer corpus figures (asc.viz.corpus_depth): the heatmap's grid and crossing rings, curves on relative depth."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from asc.errors import InputError
-from asc.viz.layers import depth_curves, layer_heatmap
+from asc.viz.corpus_depth import depth_curves, layer_heatmap
 
 
 def _summary() -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """Layer heatmaps: INSPECT-style linear probes on every layer (task x layer heatmaps, Table III).
 
 Runs go to the app-wide background queue (they continue when the user leaves the page) and write
-to ``<runs>/layers`` (``probes.inspect.layers``): a second run of the same task reuses cached features
+to ``<runs>/layers`` (``probes.inspect.runs``): a second run of the same task reuses cached features
 and finished probes. Everything shown here is read back from that folder, including results
 written by ``python -m probes layers --out runs/layers``.
 """
@@ -12,12 +12,12 @@ import streamlit as st
 
 from asc import BUILTIN_CORPORA, AscError, embedded_names
 from asc import paths as asc_paths
-from asc.corpus.jobs import JobKind
 from asc.export import csv_text
+from asc.jobs import JobKind
 from asc.viz import figure_html
 from probes.catalog import LAYER_TASK_INFO, LAYER_TASKS, layer_job
 from probes.figures import best_layer_heatmap, confusion_figure, layer_curves, layer_heatmap, normalized_heatmap
-from probes.inspect.layers import best_layer_table, normalized_table, results_table
+from probes.inspect.runs import best_layer_table, normalized_table, results_table
 from probes.inspect.taskfile import MAX_TASK_FILE_BYTES, store_upload
 from ui import access, cache, gate, guards, jobs, widgets
 

@@ -1,4 +1,5 @@
-"""Pure figures of corpus runs made with ``--layers`` (tables from :func:`asc.corpus.layers.layer_summary`).
+"""Pure figures of AsC-Eval per layer over a corpus: runs made with ``--layers`` (tables from
+:func:`asc.corpus.depth.layer_summary`).
 
 * :func:`layer_heatmap`: one model's category x layer medians on the shared red-yellow-blue 0-1 scale, each
   category's first layer at or above the threshold marked with a white ring;

@@ -1,14 +1,14 @@
-"""pages/layers.py, Layer heatmaps: how to get results, a probe run through the app's queue, its figures."""
+"""pages/probing.py, Layer heatmaps: how to get results, a probe run through the app's queue, its figures."""
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from asc.corpus.jobs import JobKind
+from asc.jobs import JobKind
 from tests.helpers import toy_task
 from tests.pages.helpers import button, charts, page
 from ui import jobs
 
-LAYERS_PAGE = page("layers")
+LAYERS_PAGE = page("probing")
 
 
 def test_layers_page_without_results_says_how_to_get_them(monkeypatch, tmp_path):
@@ -23,7 +23,7 @@ def test_layers_page_without_results_says_how_to_get_them(monkeypatch, tmp_path)
 
 def test_layers_page_runs_probes_and_plots_them(monkeypatch, tmp_path):
     from probes.catalog import layer_job
-    from probes.inspect.layers import load_results
+    from probes.inspect.runs import load_results
 
     tsv = tmp_path / "toy.tsv"
     toy_task().to_tsv(tsv)
