@@ -10,14 +10,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from asc import BUILTIN_CORPORA, embedded_names, load_categories
+from asc import BUILTIN_CORPORA, embedded_names
 from asc import paths as asc_paths
 from asc.concepts import CONFIDENCE_LINE, GLOBAL
 from asc.corpus.bootstrap import METHODS
 from asc.corpus.jobs import JobKind
 from asc.corpus.layers import crossing_table
 from asc.corpus.listing import run_folders
-from asc.corpus.summary import box_table, difference_table, run_labels, type_table, wide_table
+from asc.corpus.summary import box_table, difference_table, run_labels, summary_categories, type_table, wide_table
 from asc.export import csv_text
 from asc.viz import category_bars, concept_treemap, difference_bars, figure_html, styled_table, value_distribution
 from asc.viz.forks import fork_bars
@@ -71,12 +71,12 @@ def job_panel() -> None:
 
 job_panel()
 
-folders, titles = guards.runs_or_stop("start a run above", demo="global")
+folders, infos = guards.runs_or_stop("start a run above", demo="global")
 latest: dict[tuple[str, str], object] = {}
 for f in folders:  # the newest run per (model, corpus) is preselected
-    model_name, corpus_name = titles[f].split(" · ")[:2]
-    latest.setdefault((model_name, corpus_name), f)
-chosen = st.multiselect("Results to show", folders, default=list(latest.values())[:4], format_func=titles.get,
+    latest.setdefault((infos[f].model, infos[f].corpus), f)
+chosen = st.multiselect("Results to show", folders, default=list(latest.values())[:4],
+                        format_func=lambda f: infos[f].title,
                         key="results")
 if not chosen:
     st.info("Choose one or more results above.")
@@ -94,7 +94,7 @@ method = s4.selectbox("Resample", METHODS, key="boot_method",
 with st.spinner("Reading the runs..."):
     runs = [cache.cached_digest(f) for f in chosen]
 labels = run_labels(runs)
-categories = load_categories(runs[0].languages[0] if runs[0].languages else "python").categories
+categories = summary_categories(runs)
 with st.spinner("Bootstrapping..."):
     summary = cache.cached_summary(runs, categories, int(n_boot), int(seed), method)
 wide = wide_table(summary)
