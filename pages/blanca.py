@@ -66,13 +66,7 @@ with st.expander("Run tasks", expanded=not sets):
                "Debian's python3.11-doc (`make docs-data`); without it they are skipped and H and U still run.")
 
 
-@st.fragment(run_every=2.0)
-def job_panel() -> None:
-    """Progress of the BLANCA runs, refreshed every 2 s while the page is open."""
-    jobs.job_panel(JobKind.BLANCA)
-
-
-job_panel()
+jobs.live_job_panel(JobKind.BLANCA)  # this tab's jobs and the queue, refreshed
 
 for name, why in broken.items():
     st.error(f"The task set {widgets.plain(name)} cannot be read: {widgets.plain(why)}")

@@ -25,13 +25,7 @@ st.caption("Per concept: Pearson r with the confounders and the loss, and the av
            "refuters. A concept absent from a snippet is missing, not 0.")
 
 
-@st.fragment(run_every=2.0)
-def job_panel() -> None:
-    """Progress of this tab's corpus runs (the demo's too), refreshed every 2 s; the page reruns when one ends."""
-    jobs.job_panel(JobKind.EVAL)
-
-
-job_panel()
+jobs.live_job_panel(JobKind.EVAL)  # this tab's jobs and the queue, refreshed
 folders, infos = guards.runs_or_stop("run a corpus (100+ snippets recommended) on the Global AsC-Eval page",
                                       demo="causal", note="The Global AsC-Eval page shows this run too; the "
                                       "estimates appear here when it finishes.")

@@ -14,7 +14,7 @@ from asc import BUILTIN_CORPORA, embedded_names
 from asc import paths as asc_paths
 from asc.concepts import CONFIDENCE_LINE, GLOBAL
 from asc.corpus.bootstrap import METHODS
-from asc.corpus.jobs import JobKind
+from asc.corpus.jobs import Job, JobKind
 from asc.corpus.layers import crossing_table
 from asc.corpus.listing import run_folders
 from asc.corpus.summary import box_table, difference_table, run_labels, summary_categories, type_table, wide_table
@@ -57,19 +57,15 @@ with st.expander("Run a corpus evaluation", expanded=not run_folders(asc_paths.r
                              trust_remote_code=widgets.trust_remote_code(), **widgets.placement())
 
 
-@st.fragment(run_every=2.0)
-def job_panel() -> None:
-    """Progress of the background runs, refreshed every 2 s while the page is open."""
-    def describe(job) -> str:
-        label = f"#{job.id} {job.model} on {job.corpus} ({job.limit or 'all'}): {job.status}"
-        if job.status == "running" and job.total:
-            label += f", {job.done}/{job.total} snippets, {job.elapsed:.0f} s"
-        return label
-
-    jobs.job_panel(JobKind.EVAL, describe)  # corpus runs (probes: their page)
+def describe(job: Job) -> str:
+    """A corpus run in the panel: model, corpus, limit, status, and while running snippets done and seconds."""
+    label = f"#{job.id} {job.model} on {job.corpus} ({job.limit or 'all'}): {job.status}"
+    if job.status == "running" and job.total:
+        label += f", {job.done}/{job.total} snippets, {job.elapsed:.0f} s"
+    return label
 
 
-job_panel()
+jobs.live_job_panel(JobKind.EVAL, describe)  # corpus runs (probes: their page)
 
 folders, infos = guards.runs_or_stop("start a run above", demo="global")
 latest: dict[tuple[str, str], object] = {}

@@ -67,13 +67,7 @@ with st.expander("Run probes", expanded=not cache.probe_results(folder)):
                             folder, call)
 
 
-@st.fragment(run_every=2.0)
-def job_panel() -> None:
-    """Progress of the probe runs, refreshed every 2 s while the page is open."""
-    jobs.job_panel(JobKind.LAYERS)
-
-
-job_panel()
+jobs.live_job_panel(JobKind.LAYERS)  # this tab's jobs and the queue, refreshed
 
 results = cache.probe_results(folder)
 if not results:

@@ -32,6 +32,7 @@ from ui.widgets import placement, plain, trust_remote_code
 
 DEMO_CORPUS = "humaneval"  # the eval and attention demos: the first DEMO_LIMIT HumanEval functions
 DEMO_LIMIT = 40
+PANEL_EVERY = 2.0  # seconds between two refreshes of a page's job panel
 DEMO_TASKS = ("KTX", "IDN")  # the layer demo: two INSPECT tasks of DEMO_SIZE samples built from DEMO_TASK_CORPUS
 DEMO_SIZE = 100
 DEMO_TASK_CORPUS = "stdlib"
@@ -113,7 +114,7 @@ def job_panel(kind: JobKind, describe: Callable[[Job], str] | None = None) -> No
     typed). A queued job says how many run before it (the queue runs one job at a time, of every kind and tab).
 
     ``describe(job)`` gives the label of this tab's jobs (default: model, label, status, stage), shown as plain text
-    (no Markdown); pages call this inside an ``st.fragment(run_every=...)``. When a job of ``kind`` that was active
+    (no Markdown); pages call it through :func:`live_job_panel`, which refreshes it. When a job of ``kind`` that was active
     at the panel's last run has finished (done), the whole page reruns once, to show its results.
     """
     every = job_queue().jobs()
@@ -137,6 +138,14 @@ def job_panel(kind: JobKind, describe: Callable[[Job], str] | None = None) -> No
             job.cancel.set()
     for job in others[:6]:
         st.progress(min(1.0, job.done / job.total) if job.total else 0.0, text=plain(_describe_other(job, every)))
+
+
+@st.fragment(run_every=PANEL_EVERY)
+def live_job_panel(kind: JobKind, describe: Callable[[Job], str] | None = None) -> None:
+    """:func:`job_panel` in a fragment refreshed every :data:`PANEL_EVERY` seconds while the page is open (only the
+    panel reruns; the whole page once, when a job of ``kind`` finishes): the one line a page with background jobs
+    calls."""
+    job_panel(kind, describe)
 
 
 def demo_models(kind: JobKind) -> list[str]:
