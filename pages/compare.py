@@ -7,14 +7,15 @@ tokenizer), so the comparison is tokenizer-independent.
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import streamlit as st
 
 from asc import AscError, embedded_names
 from asc import paths as asc_paths
-from asc.explain import compare_snippet
+from asc.explain import SnippetComparison, compare_snippet
 from asc.export import csv_text
-from asc.viz import figure_html, tree_figure
+from asc.viz import TREE_VIEWS, figure_html, tree_figure
 from asc.viz.compare import difference_tree, node_values, summary_table
 from asc.viz.tables import shown
 from ui import cache, charts, gate, guards, widgets
@@ -63,10 +64,11 @@ if run:
     except Exception as err:  # a model that cannot be loaded: say so, keep the page alive
         st.error(f"{type(err).__name__}: {err}")
 
-comp = st.session_state.get("comparison")
-if comp is None:
+found = st.session_state.get("comparison")
+if not isinstance(found, SnippetComparison):
     st.info("Choose two or three models and press **Compare**.")
     st.stop()
+comp = found
 
 exs = comp.explanations
 table = summary_table(comp)  # a row per measure, a column per model
@@ -74,8 +76,8 @@ st.dataframe(shown(table, comp.models, missing="absent"), hide_index=True, width
 st.caption(f"{exs[0].tree.n_nodes} AST nodes shared by all models; tokens differ per tokenizer; 'absent': no "
            "node of that category in the snippet.")
 
-view = st.radio("Tree", ["partial", "complete"], horizontal=True, key="cmp_view",
-                format_func={"partial": "Partial AST (named nodes)", "complete": "Complete AST"}.get)
+view = st.radio("Tree", TREE_VIEWS, horizontal=True, key="cmp_view",
+                format_func={"partial": "Partial AST (named nodes)", "complete": "Complete AST"}.__getitem__)
 trees = []  # one above the other, each the main column's width: side by side, no tree fits half of it
 for model, ex in zip(comp.models, exs):
     fig = tree_figure(ex, view, collapse_unary=True, title=f"{model}: loss {ex.loss:.3f}", max_width=charts.MAIN_PX)
@@ -104,5 +106,5 @@ with st.expander("Export"):
     e2.download_button("Difference tree (HTML)", lambda: figure_html(diff_fig), "difference-tree.html", "text/html",
                        on_click="ignore", key="dl_cmp_diff")
     for i, (model, fig) in enumerate(zip(comp.models, trees)):
-        e2.download_button(f"{model} tree (HTML)", lambda fig=fig: figure_html(fig), f"tree-{i + 1}.html",
+        e2.download_button(f"{model} tree (HTML)", partial(figure_html, fig), f"tree-{i + 1}.html",
                            "text/html", on_click="ignore", key=f"dl_cmp_tree_{i}")

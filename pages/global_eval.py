@@ -83,7 +83,7 @@ threshold = s1.number_input("Threshold", 0.0, 1.0, CONFIDENCE_LINE, 0.05, key="t
 n_boot = s2.number_input("Bootstrap resamples", 100, 5000, 500, 100, key="n_boot")
 seed = s3.number_input("Seed", 0, 2**31 - 1, 0, key="boot_seed")
 method = s4.selectbox("Resample", METHODS, key="boot_method",
-                      format_func={"snippet": "snippets (default)", "node": "nodes (paper)"}.get,
+                      format_func={"snippet": "snippets (default)", "node": "nodes (paper)"}.__getitem__,
                       help="snippets: nodes of one snippet are not independent, so whole snippets are resampled; "
                            "nodes: the paper's Table I, every category's nodes resampled on their own")
 

@@ -62,7 +62,7 @@ with st.expander("Run tasks", expanded=not sets):
                           help="Python functions the tasks are built from: algorithms is small and quick (a package, "
                                "so the file and call-graph levels have context); stdlib gives the most items.")
     contexts = d2.multiselect("Context levels", CONTEXTS, default=list(CONTEXTS), key="gc_contexts",
-                              format_func=CONTEXT_LABELS.get)
+                              format_func=CONTEXT_LABELS.__getitem__)
     size = d3.selectbox("Items per task", SIZES, key="gc_size",
                         help="dev and test together (half each); only test items are answered. On a 2-core CPU "
                              "SmolLM2 takes about 6 s per item for the five tasks at the function level, 3x that "
@@ -152,7 +152,7 @@ def pick(prefix: str, columns: list) -> tuple[str, str, str]:
     task = columns[1].selectbox("Task", present, key=f"{prefix}_task")
     return model, task, columns[2].selectbox("Context level", levels_answered(predictions, model, task),
                                              key=f"{prefix}_level",
-                                             format_func=CONTEXT_LABELS.get)
+                                             format_func=CONTEXT_LABELS.__getitem__)
 
 
 with confusion_tab:
@@ -190,8 +190,7 @@ with items_tab:
         st.stop()
     labels = {i: f"{'–' if p.skipped else '✓' if p.correct else '✗'} {p.item_id} ({p.mode})"
               for i, p in enumerate(answers)}
-    pick = st.selectbox("Item", list(labels), format_func=labels.get, key="gc_it_pick")
-    answer = answers[pick]
+    answer = answers[st.selectbox("Item", list(labels), format_func=labels.__getitem__, key="gc_it_pick")]
     item = by_id[answer.item_id]
     m = st.columns(4)
     m[0].metric("Answer", answer.label if answer.label != NO_WARNING else "no warning")

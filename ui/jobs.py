@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypedDict
 
 import streamlit as st
 
@@ -181,13 +182,21 @@ def describe_demo(kind: JobKind) -> str:
     return f"AsC-Eval of the first {DEMO_LIMIT} HumanEval functions on {models}."
 
 
+class _Where(TypedDict):
+    """Whose a demo's jobs are and where their models run (the queue's keyword arguments)."""
+
+    owner: str
+    device: str | None
+    dtype: str | None
+
+
 def submit_demo(kind: JobKind, queue: JobQueue, owner: str = "", device: str | None = None,
                 dtype: str | None = None) -> list[Job]:
     """Queue the demo of ``kind`` on ``queue``: what the page's own *Start* submits, with the demo's settings,
     into the page's usual folders (the eval demo: the conventional run folder of (model, humaneval, 40)), its
     models on ``device`` in ``dtype`` (None: the queue's loader's default)."""
     submitted = []
-    where = {"owner": owner, "device": device, "dtype": dtype}
+    where: _Where = {"owner": owner, "device": device, "dtype": dtype}
     for model in demo_models(kind):
         if kind is JobKind.EVAL:
             submitted.append(queue.submit(model, DEMO_CORPUS, DEMO_LIMIT, runs_dir(), **where))
