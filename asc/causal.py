@@ -28,6 +28,9 @@ runs the treatments in that many worker processes, with the same results as one 
 treatment draws from its own seeded generators). How the estimates and verdicts move with the
 subsample size is measured by ``benchmarks/bench_causal.py`` (README, AsC-Causal at scale).
 
+:func:`run_causal` does it all for a run read with its snippets and concepts (the treatments of the run's
+language), returning a :class:`CausalResult`: what the CLI's ``causal`` and the app's Causal page both call.
+
 An absent concept is missing, not 0 (the authors coded it 0, a bias): each estimate uses the
 snippets where its treatment exists and reports that count; below ``min_snippets`` it says
 "not enough data" instead of estimating.

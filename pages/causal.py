@@ -30,7 +30,7 @@ folders, infos = guards.runs_or_stop("run a corpus (100+ snippets recommended) o
                                       demo="causal", note="The Global AsC-Eval page shows this run too; the "
                                       "estimates appear here when it finishes.")
 chosen = st.multiselect("Results (one or two models)", folders, default=folders[:1], max_selections=2,
-                        format_func=lambda f: infos[f].title, key="causal_runs")
+                        format_func=guards.titles(infos), key="causal_runs")
 c1, c2, c3, c4 = st.columns(4)
 min_n = c1.number_input("Minimum snippets per treatment", 5, 10_000, 30, 5, key="causal_min")
 sims = c2.number_input("Refuter simulations", 10, 500, 50, 10, key="causal_sims")

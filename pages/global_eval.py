@@ -71,8 +71,7 @@ folders, infos = guards.runs_or_stop("start a run above", demo="global")
 latest: dict[tuple[str, str], object] = {}
 for f in folders:  # the newest run per (model, corpus) is preselected
     latest.setdefault((infos[f].model, infos[f].corpus), f)
-chosen = st.multiselect("Results to show", folders, default=list(latest.values())[:4],
-                        format_func=lambda f: infos[f].title,
+chosen = st.multiselect("Results to show", folders, default=list(latest.values())[:4], format_func=guards.titles(infos),
                         key="results")
 if not chosen:
     st.info("Choose one or more results above.")

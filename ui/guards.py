@@ -4,6 +4,7 @@ returns None). Errors the user can fix are shown as one line, never as a traceba
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import streamlit as st
@@ -51,6 +52,11 @@ def runs_or_stop(where: str, demo: str = "", note: str = "") -> tuple[list[Path]
             st.info(message)
         st.stop()
     return list(infos), infos
+
+
+def titles(infos: Mapping[Path, RunInfo]) -> Callable[[Path], str]:
+    """A run picker's ``format_func``: each folder's :attr:`RunInfo.title` (a folder no longer listed: its name)."""
+    return lambda folder: infos[folder].title if folder in infos else folder.name
 
 
 def model_or_none(settings: Settings) -> ModelBundle | None:
