@@ -33,8 +33,9 @@ app: setup
 study: setup
 	ASC_STUDY_MODE=1 $(PY) -m ui.serve --server.headless true --server.port $(PORT) --server.address 0.0.0.0
 
-# ruff (style, and no Streamlit in the backend), mypy (types of asc/ and probes/), import-linter (imports
-# point one way: ui -> probes -> asc, and no cycles between the rooms)
+# ruff (style, and no Streamlit in the backend), mypy (types of asc/ and probes/, and of ui/ and pages/ with their
+# function bodies: check_untyped_defs), import-linter (imports point one way: ui -> probes -> asc, and no cycles
+# between the rooms)
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy

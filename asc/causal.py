@@ -28,6 +28,9 @@ runs the treatments in that many worker processes, with the same results as one 
 treatment draws from its own seeded generators). How the estimates and verdicts move with the
 subsample size is measured by ``benchmarks/bench_causal.py`` (README, AsC-Causal at scale).
 
+:func:`run_causal` does it all for a run read with its snippets and concepts (the treatments of the run's
+language), returning a :class:`CausalResult`: what the CLI's ``causal`` and the app's Causal page both call.
+
 An absent concept is missing, not 0 (the authors coded it 0, a bias): each estimate uses the
 snippets where its treatment exists and reports that count; below ``min_snippets`` it says
 "not enough data" instead of estimating.
@@ -40,12 +43,13 @@ import math
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from asc.complexity import complexity_column
-from asc.concepts import GLOBAL, CategoryMap
+from asc.concepts import GLOBAL, CategoryMap, load_categories
 from asc.corpus.runs import RunData
 from asc.errors import InputError
 
@@ -53,8 +57,8 @@ if TYPE_CHECKING:
     import networkx as nx
     import pandas as pd
 
-__all__ = ["CONFOUNDERS", "OUTCOME", "snippet_table", "treatments_of", "causal_graph",
-           "estimate", "causal_table", "MIN_SNIPPETS", "REFUTE_SAMPLE", "MIN_REFUTE_SAMPLE"]
+__all__ = ["CONFOUNDERS", "OUTCOME", "CausalResult", "snippet_table", "treatments_of", "causal_graph",
+           "estimate", "causal_table", "run_causal", "run_treatments", "MIN_SNIPPETS", "REFUTE_SAMPLE", "MIN_REFUTE_SAMPLE"]
 
 log = logging.getLogger(__name__)
 OUTCOME = "loss"
@@ -313,3 +317,36 @@ def causal_table(data: pd.DataFrame, treatments: Sequence[str], min_snippets: in
                                                   seed, simulations, refute_sample) for k in todo):
         finished(k, row)
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True, eq=False)
+class CausalResult:
+    """AsC-Causal of one run: ``snippets``, the estimation's input (:func:`snippet_table`, one row per snippet), and
+    ``table``, Table II (:func:`causal_table`, one row per treatment of the run's language)."""
+
+    snippets: pd.DataFrame
+    table: pd.DataFrame
+
+    @property
+    def estimated(self) -> list[str]:
+        """The treatments with an estimated effect, in Table II order; every treatment when none has one."""
+        done = self.table[self.table["status"] == "estimated"]["treatment"].tolist() if "status" in self.table else []
+        return done or self.table["treatment"].tolist()
+
+
+def run_treatments(run: RunData) -> list[str]:
+    """The treatments of Table II for ``run``: :func:`treatments_of` the category mapping of its language."""
+    return treatments_of(load_categories(run.language))
+
+
+def run_causal(run: RunData, min_snippets: int = MIN_SNIPPETS, seed: int = 0, simulations: int = 50,
+               on_progress: Callable[[int, int], None] | None = None, refute_sample: int | None = REFUTE_SAMPLE,
+               jobs: int = 1) -> CausalResult:
+    """AsC-Causal of a run read with its snippets and concepts (``load_run(path, tables=("snippets",
+    "concepts"))``): the snippet table and Table II over the treatments of the run's language
+    (:attr:`RunData.language`), what the CLI's ``causal`` and the app's page both compute. The other arguments are
+    :func:`causal_table`'s."""
+    data = snippet_table(run)
+    return CausalResult(data, causal_table(data, run_treatments(run), min_snippets=min_snippets, seed=seed,
+                                           simulations=simulations, on_progress=on_progress,
+                                           refute_sample=refute_sample, jobs=jobs))

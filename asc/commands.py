@@ -119,7 +119,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - t0
     run = load_run(out, tables=("snippets",))
     digest = load_digest(out)
-    table = category_table(digest, load_categories(digest.languages[0] if digest.languages else "python").categories,
+    table = category_table(digest, load_categories(digest.language).categories,
                            n_boot=args.n_boot, seed=args.seed, method=args.bootstrap)
     write_table(table, out / "categories.csv")
     print(f"\nAsC-Eval, {run.meta['settings']['model']['name']} on {args.corpus}: {len(run.snippets)} snippets, "
@@ -159,7 +159,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from asc.corpus.forks import fork_report, fork_summary
     from asc.corpus.runs import load_digest
-    from asc.corpus.summary import difference_table, run_labels, summary_table, wide_table
+    from asc.corpus.summary import difference_table, run_labels, summary_categories, summary_table, wide_table
     from asc.errors import InputError
     from asc.files import existing_path
 
@@ -167,8 +167,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(set(resolved)) < len(resolved):
         raise InputError("the same run folder is given twice: name each run once")
     runs = [load_digest(path) for path in args.runs]
-    languages = {lang for run in runs for lang in run.languages}
-    categories = load_categories(sorted(languages)[0] if languages else "python").categories
+    categories = summary_categories(runs)
     summary = summary_table(runs, categories, n_boot=args.n_boot, seed=args.seed, method=args.bootstrap)
     wide = wide_table(summary)
     if args.out:
@@ -212,30 +211,31 @@ def _compare_layers(paths: list[str], labels: list[str]) -> None:
 
 
 def cmd_causal(args: argparse.Namespace) -> int:
-    from asc.causal import causal_table, snippet_table, treatments_of
+    from asc.causal import run_causal, run_treatments
     from asc.corpus.runs import load_run
+    from asc.viz.causal import table2_views
 
     run = load_run(args.run, tables=("snippets", "concepts"))
-    language = str(run.snippets["language"].iloc[0]) if len(run.snippets) else "python"
-    table = snippet_table(run)
-    treatments = treatments_of(load_categories(language))
     bar = None
     if not args.quiet:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(treatments), unit="treatment", desc="AsC-Causal", file=sys.stderr)
-    result = causal_table(table, treatments, min_snippets=args.min_snippets, seed=args.seed,
-                          simulations=args.simulations, on_progress=(lambda d, t: bar.update(1)) if bar else None,
-                          refute_sample=args.refute_sample, jobs=args.jobs)
+        bar = tqdm(total=len(run_treatments(run)), unit="treatment", desc="AsC-Causal", file=sys.stderr)
+    result = run_causal(run, min_snippets=args.min_snippets, seed=args.seed, simulations=args.simulations,
+                        on_progress=(lambda d, t: bar.update(1)) if bar else None, refute_sample=args.refute_sample,
+                        jobs=args.jobs)
     if bar is not None:
         bar.close()
-    out = write_table(result, Path(args.out))
+    out = write_table(result.table, Path(args.out))
     import pandas as pd
 
-    cols = ["treatment", "n", "r_loss", "ate", "ci_low", "ci_high", "status"]
-    with pd.option_context("display.width", 200, "display.max_colwidth", 60):
-        print(result[[c for c in cols if c in result.columns]].to_string(index=False, float_format=lambda v: f"{v:+.3f}"))
-    print(f"\nfull table (r with each confounder, p-values, refuter effects and verdicts): {out}")
+    correlations, effects = table2_views({"": result.table})  # as the app's page shows them
+    with pd.option_context("display.width", 250, "display.max_colwidth", 60, "display.max_columns", None):
+        print("correlations (Pearson r of the treatment with each confounder and with the loss)\n")
+        print(correlations.to_string(index=False))
+        print("\naverage treatment effect on the loss (nats/token, 95% interval) and the refuters' verdicts\n")
+        print(effects.to_string(index=False))
+    print(f"\nfull table (p-values, refuter effects, verdicts in words): {out}")
     return 0
 
 

@@ -18,7 +18,7 @@ Category mappings are data files in ``assets/categories/<language>.json`` that u
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -30,11 +30,12 @@ from asc.errors import InputError
 from asc.paths import CATEGORIES_DIR
 from asc.resampling import percentile_bootstrap
 
-__all__ = ["AGGREGATES", "CONFIDENCE_LINE", "CategoryMap", "load_categories", "aggregate_ranges", "aggregate_segments",
+__all__ = ["AGGREGATES", "CONFIDENCE_LINE", "DEFAULT_LANGUAGE", "CategoryMap", "language_of", "load_categories", "aggregate_ranges", "aggregate_segments",
            "bootstrap_median", "check_aggregate", "GLOBAL"]
 
 AGGREGATES = ("median", "mean", "max")
 GLOBAL = "Global"
+DEFAULT_LANGUAGE = "python"  # a run without snippets, a snippet without a language
 #: the paper's "acceptable confidence" line: a value at or above it is confident; the colour scales are centred
 #: on it, the CLI marks categories against it, and a layer "crosses" where a category first reaches it
 CONFIDENCE_LINE = 0.6
@@ -64,6 +65,15 @@ class CategoryMap:
 
     def types_of(self, category: str) -> tuple[str, ...]:
         return tuple(t for t, c in self.type_to_category.items() if c == category)
+
+
+def language_of(languages: Iterable[object]) -> str:
+    """The one answer to "which language is this run in?" (whose category mapping summarizes it), from its
+    snippets' ``language`` values, or those of several runs shown together: the first in sorted order (a run mixes
+    languages only when its corpus does, e.g. a .jsonl file), :data:`DEFAULT_LANGUAGE` when there is none.
+    ``RunData.language`` and ``RunDigest.language`` call it."""
+    found = sorted({str(lang) for lang in languages if isinstance(lang, str) and lang})
+    return found[0] if found else DEFAULT_LANGUAGE
 
 
 def load_categories(language: str = "python", path: str | Path | None = None) -> CategoryMap:

@@ -49,12 +49,7 @@ with st.expander("Score a model's heads", expanded=not attention_runs(root)):
                             attention_job(corpus, root, spec=model, limit=int(limit), roots=access.policy().corpus_roots))
 
 
-@st.fragment(run_every=2.0)
-def job_panel() -> None:
-    jobs.job_panel(JobKind.ATTENTION)
-
-
-job_panel()
+jobs.live_job_panel(JobKind.ATTENTION)  # this tab's jobs and the queue, refreshed
 
 folders = attention_runs(root)
 if not folders:

@@ -21,7 +21,13 @@ from asc.jobs import JobKind
 from asc.viz import figure_html
 from probes.blanca.build import blanca_set_name
 from probes.blanca.evaluate import blanca_table
-from probes.blanca.figures import distance_distributions, ranked_answers_figure, regression_plot, summary_bars
+from probes.blanca.figures import (
+    distance_distributions,
+    question_answers,
+    ranked_answers_figure,
+    regression_plot,
+    summary_bars,
+)
 from probes.blanca.items import BLANCA_TASK_TITLES, BLANCA_TASKS
 from probes.blanca.runs import blanca_job, target_kinds
 from ui import cache, gate, guards, jobs, widgets
@@ -66,13 +72,7 @@ with st.expander("Run tasks", expanded=not sets):
                "Debian's python3.11-doc (`make docs-data`); without it they are skipped and H and U still run.")
 
 
-@st.fragment(run_every=2.0)
-def job_panel() -> None:
-    """Progress of the BLANCA runs, refreshed every 2 s while the page is open."""
-    jobs.job_panel(JobKind.BLANCA)
-
-
-job_panel()
+jobs.live_job_panel(JobKind.BLANCA)  # this tab's jobs and the queue, refreshed
 
 for name, why in broken.items():
     st.error(f"The task set {widgets.plain(name)} cannot be read: {widgets.plain(why)}")
@@ -190,15 +190,12 @@ with ranking_tab:
     show_figure(lambda: ranked_answers_figure(ranked, rmodel, qid), "ranked", "Ranked answers")
     st.markdown(f"**The question** ({widgets.plain(qid)})")
     st.text(item.question)
-    rows = ranked[(ranked["model"] == rmodel) & (ranked["id"] == qid)].sort_values("row")
-    rows = rows.sort_values("distance", kind="stable").reset_index(drop=True)  # the figure's order, ties kept
-    for rank, row in rows.iterrows():
+    for rank, row in question_answers(ranked, rmodel, qid).iterrows():  # the figure's order
         k = int(row["row"])
-        true = k < len(item.grades) and item.grades[k] > 0
-        if k >= len(item.answers) or (rank >= 3 and not true):
+        if k >= len(item.answers) or (int(rank) >= 3 and not row["true"]):
             continue
-        label = (f"{rank + 1}. answer {k} · similarity {1 - row['distance']:.3f}"
-                 + (" · the true answer" if true else ""))
-        with st.expander(widgets.plain(label), expanded=rank == 0 or true):
+        label = f"{int(rank) + 1}. answer {k} · similarity {row['similarity']:.3f}" + (
+            " · the true answer" if row["true"] else "")
+        with st.expander(widgets.plain(label), expanded=rank == 0 or bool(row["true"])):
             st.text(item.answers[k])
     st.caption("The three answers most similar to the question, and the true answer wherever it ranks.")

@@ -25,18 +25,12 @@ st.caption("Per concept: Pearson r with the confounders and the loss, and the av
            "refuters. A concept absent from a snippet is missing, not 0.")
 
 
-@st.fragment(run_every=2.0)
-def job_panel() -> None:
-    """Progress of this tab's corpus runs (the demo's too), refreshed every 2 s; the page reruns when one ends."""
-    jobs.job_panel(JobKind.EVAL)
-
-
-job_panel()
-folders, titles = guards.runs_or_stop("run a corpus (100+ snippets recommended) on the Global AsC-Eval page",
+jobs.live_job_panel(JobKind.EVAL)  # this tab's jobs and the queue, refreshed
+folders, infos = guards.runs_or_stop("run a corpus (100+ snippets recommended) on the Global AsC-Eval page",
                                       demo="causal", note="The Global AsC-Eval page shows this run too; the "
                                       "estimates appear here when it finishes.")
 chosen = st.multiselect("Results (one or two models)", folders, default=folders[:1], max_selections=2,
-                        format_func=titles.get, key="causal_runs")
+                        format_func=guards.titles(infos), key="causal_runs")
 c1, c2, c3, c4 = st.columns(4)
 min_n = c1.number_input("Minimum snippets per treatment", 5, 10_000, 30, 5, key="causal_min")
 sims = c2.number_input("Refuter simulations", 10, 500, 50, 10, key="causal_sims")
@@ -48,16 +42,14 @@ if not chosen:
     st.info("Choose one or two results above.")
     st.stop()
 
-results = {}
-for path in chosen:
-    table, result = cache.causal_result(path, int(min_n), int(sims), int(seed), int(refute_n))
-    results[titles[path].split(" · ")[0] + f" · {path.name}"] = (table, result)
+results = {infos[path].short: cache.causal_result(path, int(min_n), int(sims), int(seed), int(refute_n))
+           for path in chosen}
 
 st.subheader("Table II")
 if len(results) == 2:  # the two models' rows next to each other, marked A and B
     st.caption(f"A = {plain(list(results)[0])}, B = {plain(list(results)[1])}")  # run titles: typed by users
-correlations, effects = table2_views({"AB"[k] if len(results) == 2 else label: result
-                                      for k, (label, (_, result)) in enumerate(results.items())})
+correlations, effects = table2_views({"AB"[k] if len(results) == 2 else label: result.table
+                                      for k, (label, result) in enumerate(results.items())})
 wide = {"treatment": st.column_config.TextColumn(width="medium")}
 st.markdown("**Correlations** (Pearson r of the treatment with each confounder and with the loss)")
 st.dataframe(correlations, hide_index=True, width="stretch", key="causal_r", column_config=wide)
@@ -76,18 +68,17 @@ g1, g2 = st.columns(2)
 graph = causal_graph_figure()
 g1.plotly_chart(graph, key="causal_graph")
 label = g2.selectbox("Scatter of", list(results), key="causal_scatter_model")
-table, result = results[label]
-estimated = result[result["status"] == "estimated"]["treatment"].tolist() or result["treatment"].tolist()
-treatment = g2.selectbox("Concept", estimated, key="causal_treatment")
-scatter = treatment_scatter(table, treatment) if treatment in table.columns else None
+shown = results[label]
+treatment = g2.selectbox("Concept", shown.estimated, key="causal_treatment")
+scatter = treatment_scatter(shown.snippets, treatment) if treatment in shown.snippets.columns else None
 if scatter is not None:
     g2.plotly_chart(scatter, key="causal_scatter")
 
 with st.expander("Export"):
     e1, e2 = st.columns(2)
-    e1.download_button("Table II (CSV)", lambda: csv_text(pd.concat([r.assign(model=m) for m, (_, r) in results.items()])),
+    e1.download_button("Table II (CSV)", lambda: csv_text(pd.concat([r.table.assign(model=m) for m, r in results.items()])),
                        "asc-causal.csv", "text/csv", on_click="ignore", key="dl_causal")
-    e1.download_button("Snippet table (CSV)", lambda: csv_text(pd.concat([t.assign(model=m) for m, (t, _) in results.items()]),
+    e1.download_button("Snippet table (CSV)", lambda: csv_text(pd.concat([r.snippets.assign(model=m) for m, r in results.items()]),
                                                                 index=True),
                        "asc-causal-snippets.csv", "text/csv", on_click="ignore", key="dl_causal_snip")
     e2.download_button("Causal graph (HTML)", lambda: figure_html(graph), "causal-graph.html", "text/html",

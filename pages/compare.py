@@ -7,16 +7,16 @@ tokenizer), so the comparison is tokenizer-independent.
 from __future__ import annotations
 
 import json
+from functools import partial
 
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 from asc import AscError, embedded_names
 from asc import paths as asc_paths
-from asc.explain import compare_snippet
+from asc.explain import SnippetComparison, compare_snippet
 from asc.export import csv_text
-from asc.viz import figure_html, tree_figure
+from asc.viz import TREE_VIEWS, figure_html, tree_figure
+from asc.viz.compare import difference_tree, node_values, summary_table
 from asc.viz.tables import shown
 from ui import cache, charts, gate, guards, widgets
 
@@ -64,23 +64,20 @@ if run:
     except Exception as err:  # a model that cannot be loaded: say so, keep the page alive
         st.error(f"{type(err).__name__}: {err}")
 
-comp = st.session_state.get("comparison")
-if comp is None:
+found = st.session_state.get("comparison")
+if not isinstance(found, SnippetComparison):
     st.info("Choose two or three models and press **Compare**.")
     st.stop()
+comp = found
 
 exs = comp.explanations
-summary = {m: {"cross-entropy": ex.loss, "perplexity": ex.perplexity, "tokens": ex.scores.n_tokens,
-               **ex.category_values} for m, ex in zip(comp.models, exs)}
-# a row per measure, a column per model: as narrow as the models are few, however many categories there are
-table = pd.DataFrame([[k, *(summary[m][k] for m in comp.models)] for k in summary[comp.models[0]]],
-                     columns=["measure", *comp.models], dtype=object)  # object: token counts stay integers
+table = summary_table(comp)  # a row per measure, a column per model
 st.dataframe(shown(table, comp.models, missing="absent"), hide_index=True, width="stretch")
 st.caption(f"{exs[0].tree.n_nodes} AST nodes shared by all models; tokens differ per tokenizer; 'absent': no "
            "node of that category in the snippet.")
 
-view = st.radio("Tree", ["partial", "complete"], horizontal=True, key="cmp_view",
-                format_func={"partial": "Partial AST (named nodes)", "complete": "Complete AST"}.get)
+view = st.radio("Tree", TREE_VIEWS, horizontal=True, key="cmp_view",
+                format_func={"partial": "Partial AST (named nodes)", "complete": "Complete AST"}.__getitem__)
 trees = []  # one above the other, each the main column's width: side by side, no tree fits half of it
 for model, ex in zip(comp.models, exs):
     fig = tree_figure(ex, view, collapse_unary=True, title=f"{model}: loss {ex.loss:.3f}", max_width=charts.MAIN_PX)
@@ -92,12 +89,7 @@ st.subheader("Difference")
 a_col, b_col = st.columns(2)
 a = a_col.selectbox("Model A", range(len(exs)), format_func=lambda i: comp.models[i], key="cmp_a")
 b = b_col.selectbox("Model B", range(len(exs)), index=1, format_func=lambda i: comp.models[i], key="cmp_b")
-diff = comp.difference(a, b)
-label = f"{comp.models[a]} − {comp.models[b]}"
-# a symmetric scale fitted to the largest difference (at least +-0.2), so small gaps stay visible
-span = max(0.2, float(np.ceil(np.nanmax(np.abs(diff), initial=0.0) * 10) / 10))
-diff_fig = tree_figure(exs[a], view, collapse_unary=True, values=diff, colorscale="RdBu", cmin=-span, cmax=span,
-                       value_label=label, title=f"difference tree: {label} (scale ±{span:g})", max_width=charts.MAIN_PX)
+diff_fig = difference_tree(comp, a, b, view, max_width=charts.MAIN_PX)  # its scale fitted to the largest difference
 charts.panel_chart(st, diff_fig, "cmptree_diff", "cmpbox_diff", charts.MAIN_PX, config={"displaylogo": False})
 worst = comp.disagreements(a, b, k=15)
 st.markdown("**Nodes where they disagree most**")
@@ -107,14 +99,12 @@ with st.expander("Export"):
     e1, e2 = st.columns(2)
     e1.download_button("Per-model summary (CSV)", lambda: csv_text(table, index=True), "compare-summary.csv", "text/csv",
                        on_click="ignore", key="dl_cmp_summary")
-    e1.download_button("Node values (CSV)", lambda: csv_text(pd.DataFrame(
-        {"id": range(exs[0].tree.n_nodes), "type": exs[0].tree.type,
-         **{m: comp.values[i] for i, m in enumerate(comp.models)}})),
-        "compare-nodes.csv", "text/csv", on_click="ignore", key="dl_cmp_nodes")
+    e1.download_button("Node values (CSV)", lambda: csv_text(node_values(comp)), "compare-nodes.csv", "text/csv",
+                       on_click="ignore", key="dl_cmp_nodes")
     e1.download_button("Disagreements (JSON)", lambda: json.dumps(worst.to_dict(orient="records"), default=str),
                        "compare-disagreements.json", "application/json", on_click="ignore", key="dl_cmp_json")
     e2.download_button("Difference tree (HTML)", lambda: figure_html(diff_fig), "difference-tree.html", "text/html",
                        on_click="ignore", key="dl_cmp_diff")
     for i, (model, fig) in enumerate(zip(comp.models, trees)):
-        e2.download_button(f"{model} tree (HTML)", lambda fig=fig: figure_html(fig), f"tree-{i + 1}.html",
+        e2.download_button(f"{model} tree (HTML)", partial(figure_html, fig), f"tree-{i + 1}.html",
                            "text/html", on_click="ignore", key=f"dl_cmp_tree_{i}")

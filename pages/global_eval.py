@@ -10,15 +10,15 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from asc import BUILTIN_CORPORA, embedded_names, load_categories
+from asc import BUILTIN_CORPORA, embedded_names
 from asc import paths as asc_paths
 from asc.concepts import CONFIDENCE_LINE, GLOBAL
 from asc.corpus.bootstrap import METHODS
 from asc.corpus.depth import crossing_table
 from asc.corpus.listing import run_folders
-from asc.corpus.summary import box_table, difference_table, run_labels, type_table, wide_table
+from asc.corpus.summary import box_table, difference_table, run_labels, summary_categories, type_table, wide_table
 from asc.export import csv_text
-from asc.jobs import JobKind
+from asc.jobs import Job, JobKind
 from asc.viz import category_bars, concept_treemap, difference_bars, figure_html, styled_table, value_distribution
 from asc.viz.corpus_depth import depth_curves, layer_heatmap
 from asc.viz.forks import fork_bars
@@ -57,26 +57,21 @@ with st.expander("Run a corpus evaluation", expanded=not run_folders(asc_paths.r
                              trust_remote_code=widgets.trust_remote_code(), **widgets.placement())
 
 
-@st.fragment(run_every=2.0)
-def job_panel() -> None:
-    """Progress of the background runs, refreshed every 2 s while the page is open."""
-    def describe(job) -> str:
-        label = f"#{job.id} {job.model} on {job.corpus} ({job.limit or 'all'}): {job.status}"
-        if job.status == "running" and job.total:
-            label += f", {job.done}/{job.total} snippets, {job.elapsed:.0f} s"
-        return label
-
-    jobs.job_panel(JobKind.EVAL, describe)  # corpus runs (probes: their page)
+def describe(job: Job) -> str:
+    """A corpus run in the panel: model, corpus, limit, status, and while running snippets done and seconds."""
+    label = f"#{job.id} {job.model} on {job.corpus} ({job.limit or 'all'}): {job.status}"
+    if job.status == "running" and job.total:
+        label += f", {job.done}/{job.total} snippets, {job.elapsed:.0f} s"
+    return label
 
 
-job_panel()
+jobs.live_job_panel(JobKind.EVAL, describe)  # corpus runs (probes: their page)
 
-folders, titles = guards.runs_or_stop("start a run above", demo="global")
+folders, infos = guards.runs_or_stop("start a run above", demo="global")
 latest: dict[tuple[str, str], object] = {}
 for f in folders:  # the newest run per (model, corpus) is preselected
-    model_name, corpus_name = titles[f].split(" · ")[:2]
-    latest.setdefault((model_name, corpus_name), f)
-chosen = st.multiselect("Results to show", folders, default=list(latest.values())[:4], format_func=titles.get,
+    latest.setdefault((infos[f].model, infos[f].corpus), f)
+chosen = st.multiselect("Results to show", folders, default=list(latest.values())[:4], format_func=guards.titles(infos),
                         key="results")
 if not chosen:
     st.info("Choose one or more results above.")
@@ -87,14 +82,14 @@ threshold = s1.number_input("Threshold", 0.0, 1.0, CONFIDENCE_LINE, 0.05, key="t
 n_boot = s2.number_input("Bootstrap resamples", 100, 5000, 500, 100, key="n_boot")
 seed = s3.number_input("Seed", 0, 2**31 - 1, 0, key="boot_seed")
 method = s4.selectbox("Resample", METHODS, key="boot_method",
-                      format_func={"snippet": "snippets (default)", "node": "nodes (paper)"}.get,
+                      format_func={"snippet": "snippets (default)", "node": "nodes (paper)"}.__getitem__,
                       help="snippets: nodes of one snippet are not independent, so whole snippets are resampled; "
                            "nodes: the paper's Table I, every category's nodes resampled on their own")
 
 with st.spinner("Reading the runs..."):
     runs = [cache.cached_digest(f) for f in chosen]
 labels = run_labels(runs)
-categories = load_categories(runs[0].languages[0] if runs[0].languages else "python").categories
+categories = summary_categories(runs)
 with st.spinner("Bootstrapping..."):
     summary = cache.cached_summary(runs, categories, int(n_boot), int(seed), method)
 wide = wide_table(summary)

@@ -15,7 +15,18 @@ from asc.export import csv_text
 from asc.jobs import JobKind
 from asc.viz import figure_html, sequence_html, tree_figure
 from asc.viz.tables import shown as shown_table
-from probes.gluecode.browse import CONFUSION_TASKS, answered, candidate_table, confusion, context_frame, mistakes
+from probes.gluecode.browse import (
+    CONFUSION_TASKS,
+    SHOWN,
+    answered,
+    candidate_table,
+    confusion,
+    context_frame,
+    item_answers,
+    levels_answered,
+    mistakes,
+    scored_answers,
+)
 from probes.gluecode.figures import CONTEXT_LABELS, candidates_figure, confusion_figure, context_figure
 from probes.gluecode.items import CONTEXTS, NO_WARNING, TASK_SUMMARY, TASKS
 from probes.gluecode.runs import gluecode_job, table2
@@ -51,7 +62,7 @@ with st.expander("Run tasks", expanded=not sets):
                           help="Python functions the tasks are built from: algorithms is small and quick (a package, "
                                "so the file and call-graph levels have context); stdlib gives the most items.")
     contexts = d2.multiselect("Context levels", CONTEXTS, default=list(CONTEXTS), key="gc_contexts",
-                              format_func=CONTEXT_LABELS.get)
+                              format_func=CONTEXT_LABELS.__getitem__)
     size = d3.selectbox("Items per task", SIZES, key="gc_size",
                         help="dev and test together (half each); only test items are answered. On a 2-core CPU "
                              "SmolLM2 takes about 6 s per item for the five tasks at the function level, 3x that "
@@ -66,13 +77,7 @@ with st.expander("Run tasks", expanded=not sets):
                 jobs.submit(JobKind.GLUECODE, model, f"glueCode: {', '.join(tasks)} on {corpus}", folder, call)
 
 
-@st.fragment(run_every=2.0)
-def job_panel() -> None:
-    """Progress of the glueCode runs, refreshed every 2 s while the page is open."""
-    jobs.job_panel(JobKind.GLUECODE)
-
-
-job_panel()
+jobs.live_job_panel(JobKind.GLUECODE)  # this tab's jobs and the queue, refreshed
 
 if not sets:
     jobs.no_results(JobKind.GLUECODE, "gluecode", "No glueCode results yet: run the small demo below, start a run "
@@ -145,9 +150,9 @@ def pick(prefix: str, columns: list) -> tuple[str, str, str]:
     """Model, task and context level chosen in the first three of ``columns`` (keys ``<prefix>_model`` ...)."""
     model = columns[0].selectbox("Model", model_names, key=f"{prefix}_model")
     task = columns[1].selectbox("Task", present, key=f"{prefix}_task")
-    levels = [c for c in CONTEXTS if any(p.model == model and p.task == task and p.context == c for p in predictions)]
-    return model, task, columns[2].selectbox("Context level", levels, key=f"{prefix}_level",
-                                             format_func=CONTEXT_LABELS.get)
+    return model, task, columns[2].selectbox("Context level", levels_answered(predictions, model, task),
+                                             key=f"{prefix}_level",
+                                             format_func=CONTEXT_LABELS.__getitem__)
 
 
 with confusion_tab:
@@ -155,8 +160,7 @@ with confusion_tab:
     cmodel, ctask, clevel = pick("gc_cm", [g1, g2, g3])
     parses = g4.checkbox("Only operators that parse", key="gc_cm_parses", disabled=ctask != "OPS",
                          help="OPS: the best operator among those that keep the function parseable")
-    chosen = [p for p in predictions if p.model == cmodel and p.task == ctask and p.context == clevel
-              and (ctask != "NAME" or p.mode == "generate") and not p.skipped]
+    chosen = scored_answers(predictions, cmodel, ctask, clevel)
     if not chosen:
         st.info("This model has not answered this task yet: choose another model or task.")
     elif ctask in CONFUSION_TASKS:
@@ -178,17 +182,15 @@ with confusion_tab:
 with items_tab:
     k1, k2, k3, k4 = st.columns(4)
     imodel, itask, ilevel = pick("gc_it", [k1, k2, k3])
-    which = k4.radio("Show", ["all", "wrong", "right"], horizontal=True, key="gc_it_which")
+    which = k4.radio("Show", SHOWN, horizontal=True, key="gc_it_which")
     by_id = {it.id: it for it in items_by_task.get(itask, [])}
-    answers = [p for p in predictions if p.model == imodel and p.task == itask and p.context == ilevel
-               and p.item_id in by_id and (which == "all" or p.correct == (which == "right"))]
+    answers = item_answers(predictions, imodel, itask, ilevel, by_id, which)
     if not answers:
         st.info("No item of this kind: choose another filter, task or model.")
         st.stop()
     labels = {i: f"{'–' if p.skipped else '✓' if p.correct else '✗'} {p.item_id} ({p.mode})"
               for i, p in enumerate(answers)}
-    pick = st.selectbox("Item", list(labels), format_func=labels.get, key="gc_it_pick")
-    answer = answers[pick]
+    answer = answers[st.selectbox("Item", list(labels), format_func=labels.__getitem__, key="gc_it_pick")]
     item = by_id[answer.item_id]
     m = st.columns(4)
     m[0].metric("Answer", answer.label if answer.label != NO_WARNING else "no warning")

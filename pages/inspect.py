@@ -17,7 +17,7 @@ from asc import AscError
 from asc.explain import check_source
 from asc.export import csv_text
 from asc.generate import FEW_TOKENS, first_lines, stop_message
-from asc.viz import category_figure, figure_html, sequence_html, standalone_html, tree_figure
+from asc.viz import TREE_VIEWS, category_figure, figure_html, sequence_html, standalone_html, tree_figure
 from asc.viz.tables import token_table, weakest_table
 from ui import branches_view, cache, charts, depth_view, gate, guards, widgets
 from ui.results import Decoding, InspectorResult
@@ -92,11 +92,12 @@ if do_complete or do_explain:
     except (AscError, ValueError) as err:
         st.error(str(err))  # the previous result stays below
 
-result = st.session_state.get("result")
-if not isinstance(result, InspectorResult):
+found = st.session_state.get("result")
+if not isinstance(found, InspectorResult):
     st.info("Pick an example (or type code) and press **Explain** to score it as is, or **Complete** to let the "
             "model continue it.")
     st.stop()
+result = found
 
 st.caption(f"Model **{result.model}** · aggregation **{result.ex.aggregate}** · language "
            f"**{result.ex.tree.language}**")
@@ -153,14 +154,14 @@ def views() -> None:
     collapse = c2.checkbox("Collapse unary chains", value=True, key="collapse")
     options = {-1: "none"} | {i: f"{i}: {ex.tree.type[i]}  {ex.tree.text(i, limit=40)!r}" for i in range(ex.tree.n_nodes)
                               if ex.tree.named[i] or ex.tree.is_missing[i]}
-    picked = c3.selectbox("Inspect node", list(options), format_func=options.get, key="node_pick")
+    picked = c3.selectbox("Inspect node", list(options), format_func=options.__getitem__, key="node_pick")
     selected = st.session_state.get("selected")
     if picked != -1 and picked != st.session_state.get("last_pick"):
         selected = picked
     st.session_state["last_pick"] = picked
 
     tabs = st.tabs(["Partial AST (named nodes)", "Complete AST (all nodes)"])
-    for tab, view in zip(tabs, ("partial", "complete")):
+    for tab, view in zip(tabs, TREE_VIEWS):
         fig = tree_figure(shown, view, max_depth=fold or None, collapse_unary=collapse, selected=selected,
                           max_width=charts.MAIN_PX,
                           **({"value_label": None if layer is None else f"value ({ex.aggregate}), layer {layer}"}

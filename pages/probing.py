@@ -8,6 +8,8 @@ written by ``python -m probes layers --out runs/layers``.
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 from asc import BUILTIN_CORPORA, AscError, embedded_names
@@ -67,13 +69,7 @@ with st.expander("Run probes", expanded=not cache.probe_results(folder)):
                             folder, call)
 
 
-@st.fragment(run_every=2.0)
-def job_panel() -> None:
-    """Progress of the probe runs, refreshed every 2 s while the page is open."""
-    jobs.job_panel(JobKind.LAYERS)
-
-
-job_panel()
+jobs.live_job_panel(JobKind.LAYERS)  # this tab's jobs and the queue, refreshed
 
 results = cache.probe_results(folder)
 if not results:
@@ -91,7 +87,7 @@ if not results:
     st.stop()
 table = results_table(results)
 best = best_layer_table(results)
-order = [t for t in LAYER_TASKS if t in set(table["task"])] + sorted(set(table["task"]) - set(LAYER_TASKS))
+order: list[str] = [t for t in LAYER_TASKS if t in set(table["task"])] + sorted(set(table["task"]) - set(LAYER_TASKS))
 model_names = list(dict.fromkeys(table["model"]))
 
 heat_tab, best_tab, curve_tab, conf_tab = st.tabs(["Heatmaps", "Best layer & Table III", "Layer curves",
@@ -103,7 +99,7 @@ with heat_tab:
     for model in model_names:
         fig = layer_heatmap(table, model, metric, order)
         st.plotly_chart(fig, key=f"heat_{model}")
-        st.download_button(f"{model} heatmap (HTML)", lambda fig=fig: figure_html(fig), f"layers-{model}.html",
+        st.download_button(f"{model} heatmap (HTML)", partial(figure_html, fig), f"layers-{model}.html",
                            "text/html", key=f"heat_dl_{model}", on_click="ignore")
 with best_tab:
     fig = best_layer_heatmap(best, order)

@@ -7,11 +7,14 @@ every page when it is submitted. The samples are the prepared (frozen) study: id
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 from asc import AscError
 from asc.study.frozen import frozen_explanation
-from asc.viz import sequence_html, tree_figure
+from asc.viz import TREE_VIEWS, sequence_html, tree_figure
+from asc.viz.layout import tree_view
 from ui import charts, gate
 from ui import study as ui_study
 
@@ -107,15 +110,15 @@ elif state.step == "sample":
     if view == "sequence":
         st.markdown("Each token of the completion is colored by the model's confidence (red: low, blue: high):")
         st.html(sequence_html(ex, n_prompt=n_prompt))
-    elif view in ("partial", "complete"):
+    elif view in TREE_VIEWS:
         st.markdown("The code's syntax tree, each node colored by the model's confidence (red: low, blue: high):")
-        fig = tree_figure(ex, view, max_width=charts.STUDY_PX)
+        fig = tree_figure(ex, tree_view(view), max_width=charts.STUDY_PX)
         charts.panel_chart(st, fig, "study_tree", "treebox_study", charts.STUDY_PX, config={"displaylogo": False})
     with st.form(f"ratings_{sample.id}"):
         answers = {}
         for q in definition.ratings:
             choice = st.radio(q.text, range(1, 6), index=None, horizontal=True, key=f"r_{sample.id}_{q.id}",
-                              format_func=lambda v, q=q: q.labels[v - 1])
+                              format_func=partial(ui_study.rating_label, q.labels))
             answers[q.id] = choice
         if definition.comment is not None:
             answers[definition.comment.id] = st.text_area(ui_study.optional_label(definition.comment.text),

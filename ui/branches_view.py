@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 from asc.branching.branches import MAX_EXPLORE
@@ -31,7 +33,7 @@ from asc.errors import AscError
 from asc.explain import Explanation
 from asc.export import csv_text
 from asc.generate import Completion
-from asc.viz import branch_compare_figures, branch_tree_figure, figure_html
+from asc.viz import TREE_VIEWS, branch_compare_figures, branch_tree_figure, figure_html
 from asc.viz.html import visible_whitespace
 from ui import access, cache, charts, widgets
 from ui.results import InspectorResult
@@ -149,7 +151,7 @@ def _default_at(node: BranchNode, forks: ForkPoints | None) -> int:
     fork point, the first generated token that is not whitespace."""
     n = len(node.completion.ids)
     first = min(node.fork_index + (0 if node.branch is None else 1), n - 1)
-    ranked = most_uncertain(forks, len(forks.indices), first=first) if forks is not None else []
+    ranked = most_uncertain(forks, len(forks.indices), first=first) if forks is not None else np.zeros(0, np.int64)
     text = node.explanation.scores.text
     best = [int(i) for i in ranked if text[i].strip()] or [int(i) for i in ranked]
     if best:
@@ -161,7 +163,7 @@ def _default_at(node: BranchNode, forks: ForkPoints | None) -> int:
 def _at_node_token() -> None:
     ex: Explanation = st.session_state["br_node_ex"]
     selected = st.session_state.get("selected")
-    tokens = ex.alignment.tokens_of(selected) if selected is not None else []
+    tokens = ex.alignment.tokens_of(selected) if selected is not None else np.zeros(0, np.int64)
     if len(tokens):
         st.session_state["br_at"] = max(1, int(min(tokens)))
     else:
@@ -275,10 +277,10 @@ def _compare(tree: BranchTree, node: BranchNode) -> tuple[Any, ...]:
         st.session_state["br_cmp_for"] = len(tree)
     c1, c2, c3 = st.columns([2, 2, 2])
     label = {i: tree.nodes[i].label for i in ids}
-    a = c1.selectbox("A", ids, key="br_cmp_a", format_func=label.get)
-    b = c2.selectbox("B", ids, key="br_cmp_b", format_func=label.get)
-    view = c3.radio("Tree", ["partial", "complete"], horizontal=True, key="br_cmp_view",
-                    format_func={"partial": "Partial AST", "complete": "Complete AST"}.get)
+    a = c1.selectbox("A", ids, key="br_cmp_a", format_func=label.__getitem__)
+    b = c2.selectbox("B", ids, key="br_cmp_b", format_func=label.__getitem__)
+    view = c3.radio("Tree", TREE_VIEWS, horizontal=True, key="br_cmp_view",
+                    format_func={"partial": "Partial AST", "complete": "Complete AST"}.__getitem__)
     ea, eb = tree.nodes[a].explanation, tree.nodes[b].explanation
     diff = ast_diff(ea.tree, eb.tree)
     names = ("trunk" if a == 0 else f"branch {a}", "trunk" if b == 0 else f"branch {b}")
@@ -352,5 +354,5 @@ def section(result: InspectorResult, tree: BranchTree | None, node: BranchNode |
             e1.download_button("Differences CSV", lambda: csv_text(table), "branch-differences.csv", "text/csv",
                                on_click="ignore", key="dl_branches_diff")
             for k, (f, name) in enumerate(zip(figs, names, strict=True)):
-                e3.download_button(f"{name} tree (HTML)", lambda f=f: figure_html(f), f"branch-compare-{k + 1}.html",
+                e3.download_button(f"{name} tree (HTML)", partial(figure_html, f), f"branch-compare-{k + 1}.html",
                                    "text/html", on_click="ignore", key=f"dl_branches_cmp_{k}")

@@ -4,11 +4,12 @@ returns None). Errors the user can fix are shown as one line, never as a traceba
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import streamlit as st
 
-from asc.corpus.listing import broken_runs, run_folders, run_title
+from asc.corpus.listing import RunInfo, broken_runs, run_folders, run_info
 from asc.errors import AscError, CorpusError, InputError
 from asc.files import shown
 from asc.jobs import JobKind
@@ -21,8 +22,9 @@ from ui.widgets import Settings, plain
 MAX_CHARS = 60_000  # longer text is refused in the browser (the CLI takes up to asc.explain.MAX_SOURCE_CHARS)
 
 
-def runs_or_stop(where: str, demo: str = "", note: str = "") -> tuple[list[Path], dict[Path, str]]:
-    """Readable run folders and their titles; without any, say how to make one (``where``) and stop the page.
+def runs_or_stop(where: str, demo: str = "", note: str = "") -> tuple[list[Path], dict[Path, RunInfo]]:
+    """Readable run folders and their names in parts (:class:`~asc.corpus.listing.RunInfo`: ``.title`` for a
+    picker); without any, say how to make one (``where``) and stop the page.
 
     ``demo`` (a page's name, e.g. ``"global"``): offer the one-click eval demo there too
     (:func:`ui.jobs.no_results`; ``note``: a line on what appears when it finishes).
@@ -35,13 +37,13 @@ def runs_or_stop(where: str, demo: str = "", note: str = "") -> tuple[list[Path]
             for folder, reason in broken:
                 st.text(f"{folder.name}: {reason}")
             st.caption("Delete such a folder, or run its evaluation again into a new folder.")
-    titles: dict[Path, str] = {}
+    infos: dict[Path, RunInfo] = {}
     for folder in run_folders(runs_dir()):
         try:
-            titles[folder] = run_title(folder)
+            infos[folder] = run_info(folder)
         except CorpusError:  # changed since it was listed
             continue
-    if not titles:
+    if not infos:
         message = (f"No results yet: {'run the small demo below, ' if demo else ''}{where}, or from a shell: "
                    "`.venv/bin/python -m asc eval --corpus humaneval --out runs/smollm2-he`.")
         if demo:
@@ -49,7 +51,12 @@ def runs_or_stop(where: str, demo: str = "", note: str = "") -> tuple[list[Path]
         else:
             st.info(message)
         st.stop()
-    return list(titles), titles
+    return list(infos), infos
+
+
+def titles(infos: Mapping[Path, RunInfo]) -> Callable[[Path], str]:
+    """A run picker's ``format_func``: each folder's :attr:`RunInfo.title` (a folder no longer listed: its name)."""
+    return lambda folder: infos[folder].title if folder in infos else folder.name
 
 
 def model_or_none(settings: Settings) -> ModelBundle | None:

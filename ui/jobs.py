@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypedDict
 
 import streamlit as st
 
@@ -32,6 +33,7 @@ from ui.widgets import placement, plain, trust_remote_code
 
 DEMO_CORPUS = "humaneval"  # the eval and attention demos: the first DEMO_LIMIT HumanEval functions
 DEMO_LIMIT = 40
+PANEL_EVERY = 2.0  # seconds between two refreshes of a page's job panel
 DEMO_TASKS = ("KTX", "IDN")  # the layer demo: two INSPECT tasks of DEMO_SIZE samples built from DEMO_TASK_CORPUS
 DEMO_SIZE = 100
 DEMO_TASK_CORPUS = "stdlib"
@@ -113,7 +115,7 @@ def job_panel(kind: JobKind, describe: Callable[[Job], str] | None = None) -> No
     typed). A queued job says how many run before it (the queue runs one job at a time, of every kind and tab).
 
     ``describe(job)`` gives the label of this tab's jobs (default: model, label, status, stage), shown as plain text
-    (no Markdown); pages call this inside an ``st.fragment(run_every=...)``. When a job of ``kind`` that was active
+    (no Markdown); pages call it through :func:`live_job_panel`, which refreshes it. When a job of ``kind`` that was active
     at the panel's last run has finished (done), the whole page reruns once, to show its results.
     """
     every = job_queue().jobs()
@@ -137,6 +139,14 @@ def job_panel(kind: JobKind, describe: Callable[[Job], str] | None = None) -> No
             job.cancel.set()
     for job in others[:6]:
         st.progress(min(1.0, job.done / job.total) if job.total else 0.0, text=plain(_describe_other(job, every)))
+
+
+@st.fragment(run_every=PANEL_EVERY)
+def live_job_panel(kind: JobKind, describe: Callable[[Job], str] | None = None) -> None:
+    """:func:`job_panel` in a fragment refreshed every :data:`PANEL_EVERY` seconds while the page is open (only the
+    panel reruns; the whole page once, when a job of ``kind`` finishes): the one line a page with background jobs
+    calls."""
+    job_panel(kind, describe)
 
 
 def demo_models(kind: JobKind) -> list[str]:
@@ -174,13 +184,21 @@ def describe_demo(kind: JobKind) -> str:
     return f"AsC-Eval of the first {DEMO_LIMIT} HumanEval functions on {models}."
 
 
+class _Where(TypedDict):
+    """Whose a demo's jobs are and where their models run (the queue's keyword arguments)."""
+
+    owner: str
+    device: str | None
+    dtype: str | None
+
+
 def submit_demo(kind: JobKind, queue: JobQueue, owner: str = "", device: str | None = None,
                 dtype: str | None = None) -> list[Job]:
     """Queue the demo of ``kind`` on ``queue``: what the page's own *Start* submits, with the demo's settings,
     into the page's usual folders (the eval demo: the conventional run folder of (model, humaneval, 40)), its
     models on ``device`` in ``dtype`` (None: the queue's loader's default)."""
     submitted = []
-    where = {"owner": owner, "device": device, "dtype": dtype}
+    where: _Where = {"owner": owner, "device": device, "dtype": dtype}
     for model in demo_models(kind):
         if kind is JobKind.EVAL:
             submitted.append(queue.submit(model, DEMO_CORPUS, DEMO_LIMIT, runs_dir(), **where))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,11 @@ def study() -> tuple[Any, Any, StudyStore]:
     study_path, frozen, url = study_paths()
     stamp = sum(p.stat().st_mtime for p in (study_path, frozen) if p.exists())
     return _study(str(study_path), str(frozen), url, stamp)
+
+
+def rating_label(labels: Sequence[str], value: int) -> str:
+    """The words of rating ``value`` on a scale whose ``labels`` name 1, 2, ... in order."""
+    return labels[value - 1]
 
 
 def optional_label(text: str) -> str:

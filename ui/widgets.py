@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import streamlit as st
 
@@ -42,7 +42,14 @@ def trust_remote_code() -> bool:
     return bool(settings.trust_remote_code) if isinstance(settings, Settings) else False
 
 
-def placement() -> dict[str, str]:
+class Placement(TypedDict):
+    """Where a model runs: ``device`` and ``dtype`` as the sidebar names them (``auto``: the loader picks)."""
+
+    device: str
+    dtype: str
+
+
+def placement() -> Placement:
     """The sidebar's *Hardware* choice as ``{"device", "dtype"}``, which background jobs started from a page use
     too (``auto`` for both before the sidebar ran)."""
     settings = st.session_state.get("settings")

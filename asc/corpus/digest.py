@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from asc.concepts import language_of
 from asc.errors import CorpusError
 
 __all__ = ["DIGEST", "RunDigest", "digest_bytes", "digest_table", "read_digest"]
@@ -138,6 +139,11 @@ class RunDigest:
     types: tuple[str, ...]
     parts: tuple[tuple[str, int, int], ...] = ()
     _cache: dict[str, _Part] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def language(self) -> str:
+        """The run's language (:func:`asc.concepts.language_of` its snippets' languages)."""
+        return language_of(self.languages)
 
     @functools.cached_property
     def bins(self) -> np.ndarray:

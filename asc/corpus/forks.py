@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from asc.branching.forks import ForkSettings, fork_points, node_fork_rate
-from asc.concepts import GLOBAL, load_categories
+from asc.concepts import GLOBAL, language_of, load_categories
 from asc.corpus.bootstrap import snippet_weights
 from asc.errors import AscError, CorpusError, InputError
 from asc.explain import Explanation
@@ -164,7 +164,7 @@ def fork_table(run: Any, categories: Sequence[str] | None = None, n_boot: int = 
     if categories is None:
         first = sorted((path / "snippets").glob("part-*.parquet"))[0]
         languages = pd.read_parquet(first, columns=["language"])["language"]
-        categories = load_categories(str(languages.iloc[0]) if len(languages) else "python").categories
+        categories = load_categories(language_of(languages)).categories
     names = [GLOBAL, *categories]
     rows = rows[rows["category"].isin(names)]
     s, g = snippets.get_indexer(rows["snippet_id"].astype(str)), pd.Index(names).get_indexer(rows["category"])

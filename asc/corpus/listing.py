@@ -3,19 +3,20 @@
 :func:`run_folders` is the one listing of run folders (corpus runs, and with ``"heads.npz"`` attention runs),
 newest first, readable ones only; :func:`broken_runs` lists the others with why, so pages can say which
 folder to delete. :func:`read_meta` reads a meta.json or raises a :class:`CorpusError` naming the folder and
-the fix; :func:`meta_problem` says why a parsed one is not a corpus run's; :func:`run_title` is a run's
-one-line name in pickers.
+the fix; :func:`meta_problem` says why a parsed one is not a corpus run's; :func:`run_info` is a run's
+name in pickers in parts (:class:`RunInfo`), :func:`run_title` the one line they make.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from asc.errors import CorpusError
 
-__all__ = ["broken_runs", "meta_problem", "read_meta", "run_folders", "run_title"]
+__all__ = ["RunInfo", "broken_runs", "meta_problem", "read_meta", "run_folders", "run_info", "run_title"]
 
 
 def meta_problem(meta: dict) -> str | None:
@@ -100,11 +101,43 @@ def read_meta(path: str | Path) -> dict:
     return meta
 
 
-def run_title(path: str | Path) -> str:
-    """``model · corpus · N snippets · folder`` for a run folder (from its meta.json)."""
+@dataclass(frozen=True)
+class RunInfo:
+    """A run's name in pickers, in parts, from its meta.json: ``model`` and ``corpus`` names (``?`` when missing),
+    ``n_planned`` snippets (None when missing), whether it ``finished``, and its ``folder``'s name. Pages read the
+    parts (never split :attr:`title` apart)."""
+
+    model: str
+    corpus: str
+    n_planned: int | None
+    finished: bool
+    folder: str
+
+    @property
+    def title(self) -> str:
+        """``model · corpus · N snippets · folder`` (``(incomplete)`` after the count of a run still going)."""
+        count = "?" if self.n_planned is None else str(self.n_planned)
+        done = "" if self.finished else " (incomplete)"
+        return f"{self.model} · {self.corpus} · {count} snippets{done} · {self.folder}"
+
+    @property
+    def short(self) -> str:
+        """``model · folder``: the run in a table or legend beside others."""
+        return f"{self.model} · {self.folder}"
+
+
+def run_info(path: str | Path) -> RunInfo:
+    """The parts of the run folder's name in pickers (:class:`RunInfo`); a meta.json that cannot be read is a
+    :class:`CorpusError` (:func:`read_meta`)."""
     meta = read_meta(path)
     settings = meta["settings"] if isinstance(meta.get("settings"), dict) else {}
     model = settings["model"] if isinstance(settings.get("model"), dict) else {}
-    done = "" if meta.get("finished") else " (incomplete)"
-    return (f"{model.get('name', '?')} · {settings.get('corpus', '?')} · "
-            f"{meta.get('n_planned', '?')} snippets{done} · {Path(path).name}")
+    planned = meta.get("n_planned")
+    return RunInfo(model=str(model.get("name", "?")), corpus=str(settings.get("corpus", "?")),
+                   n_planned=planned if isinstance(planned, int) and not isinstance(planned, bool) else None,
+                   finished=bool(meta.get("finished")), folder=Path(path).name)
+
+
+def run_title(path: str | Path) -> str:
+    """``model · corpus · N snippets · folder`` for a run folder (:attr:`RunInfo.title`)."""
+    return run_info(path).title

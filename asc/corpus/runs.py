@@ -51,7 +51,7 @@ from typing import Any
 from asc.align import AlignOptions
 from asc.atomic import write_atomic
 from asc.branching.forks import ForkSettings
-from asc.concepts import CategoryMap
+from asc.concepts import CategoryMap, language_of
 from asc.corpus.depth import LAYERS_TABLE, chunk_layers, write_layers
 from asc.corpus.digest import DIGEST, RunDigest, digest_bytes, read_digest
 from asc.corpus.forks import FORKS_TABLE, settings_entry
@@ -95,6 +95,11 @@ class RunData:
     tokens: Any
     nodes: Any
     concepts: Any
+
+    @property
+    def language(self) -> str:
+        """The run's language (:func:`asc.concepts.language_of` its snippets' languages)."""
+        return language_of(self.snippets["language"].unique() if "language" in self.snippets else ())
 
 
 def _settings(model: dict, corpus: str, aggregate: str, options: AlignOptions, max_window: int | None,

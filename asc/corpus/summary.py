@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from asc.concepts import GLOBAL
+from asc.concepts import GLOBAL, language_of, load_categories
 from asc.corpus.bootstrap import METHODS, N_BINS, RESOLUTION, cluster_bootstrap, histograms, node_bootstrap
 from asc.corpus.digest import RunDigest
 from asc.errors import InputError
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["box_table", "category_table", "difference_table", "hist_median", "run_label", "run_labels",
-           "summary_table", "type_table", "wide_table"]
+           "summary_categories", "summary_table", "type_table", "wide_table"]
 
 SUMMARY_COLUMNS = ["model", "corpus", "category", "median", "ci_low", "ci_high", "boot_std", "n_nodes", "n_snippets"]
 
@@ -46,6 +46,12 @@ def run_labels(runs: Sequence[Any]) -> list[str]:
     """Unique names: the model's, plus the run folder's name where two runs share model and corpus."""
     keys = [(run_label(r), r.meta["settings"].get("corpus", "")) for r in runs]
     return [f"{k[0]} ({r.path.name})" if keys.count(k) > 1 else k[0] for k, r in zip(keys, runs)]
+
+
+def summary_categories(runs: Sequence[RunDigest]) -> tuple[str, ...]:
+    """The categories a summary of ``runs`` shown together lists: those of their language
+    (:func:`asc.concepts.language_of` every run's snippets' languages)."""
+    return load_categories(language_of(lang for run in runs for lang in run.languages)).categories
 
 
 def hist_median(hist: np.ndarray) -> np.ndarray:

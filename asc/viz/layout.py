@@ -26,9 +26,19 @@ import numpy as np
 from asc.errors import InputError
 from asc.syntax import SyntaxTree
 
-__all__ = ["TreeLayout", "tree_layout", "TREE_VIEWS"]
+__all__ = ["TreeLayout", "TreeView", "tree_layout", "tree_view", "TREE_VIEWS"]
 
-TREE_VIEWS = ("partial", "complete")
+TreeView = Literal["partial", "complete"]
+TREE_VIEWS: tuple[TreeView, ...] = ("partial", "complete")
+
+
+def tree_view(name: str) -> TreeView:
+    """``name`` as one of :data:`TREE_VIEWS` (a view picked by name, e.g. a study group's), or an
+    :class:`InputError` naming them."""
+    for view in TREE_VIEWS:
+        if name == view:
+            return view
+    raise InputError(f"view={name!r}; choose one of {TREE_VIEWS}")
 
 
 @dataclass(frozen=True)
@@ -54,11 +64,10 @@ class TreeLayout:
         return np.stack([self.parent_box[child], child], axis=1) if len(child) else np.zeros((0, 2), np.int64)
 
 
-def tree_layout(tree: SyntaxTree, view: Literal["partial", "complete"] = "partial", max_depth: int | None = None,
+def tree_layout(tree: SyntaxTree, view: TreeView = "partial", max_depth: int | None = None,
                 collapse_unary: bool = False) -> TreeLayout:
     """Lay out ``tree`` for the given view (see module doc)."""
-    if view not in TREE_VIEWS:
-        raise InputError(f"view={view!r}; choose one of {TREE_VIEWS}")
+    view = tree_view(view)
     n = tree.n_nodes
     if n == 0:
         return TreeLayout(np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int64), (), np.zeros(0, bool), 0)

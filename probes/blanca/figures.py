@@ -9,7 +9,8 @@
 - :func:`summary_bars`: one panel per task, a bar per model for the task's main metric with its 95% bootstrap
   interval; hover gives value, interval, p and n.
 - :func:`ranked_answers_figure`: one R question, its answers sorted by the model's cosine similarity to the
-  question, the true answer(s) highlighted.
+  question, the true answer(s) highlighted; :func:`question_answers` is that order as a table (the page lists
+  the answers' texts in it).
 
 Inputs are the scores table (one row per scored pair: ``model, task, id, split, row, distance, target, name_a,
 name_b, group``) and the long summary table (``model, task, metric, value, low, high, p_value, n``); filter them
@@ -28,11 +29,12 @@ import pandas as pd
 from asc.errors import InputError
 from asc.viz import MODEL_COLORS, escape_text
 from probes.blanca.items import BLANCA_TASKS
+from probes.blanca.metrics import ranking_order
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-__all__ = ["BLANCA_MAIN_METRIC", "distance_distributions", "ranked_answers_figure", "regression_plot",
+__all__ = ["BLANCA_MAIN_METRIC", "distance_distributions", "question_answers", "ranked_answers_figure", "regression_plot",
            "summary_bars"]
 
 BLANCA_MAIN_METRIC = {"R": "MRR", "L": "d", "F": "d", "H": "r", "U": "r"}  # d, not t: t grows with n
@@ -257,12 +259,11 @@ def summary_bars(summary: pd.DataFrame, metric_for_task: Mapping[str, str] = BLA
     return fig
 
 
-def ranked_answers_figure(scores: pd.DataFrame, model: str, question_id: str) -> go.Figure:
-    """One R question: its answers as horizontal bars of cosine similarity to the question (1 − distance),
-    most similar on top (ties keep the answers' order, as :mod:`probes.blanca.metrics` ranks them); blue: the
-    true answer(s) (grade > 0), grey: the others."""
-    import plotly.graph_objects as go
-
+def question_answers(scores: pd.DataFrame, model: str, question_id: str) -> pd.DataFrame:
+    """One R question's answers as ``model`` ranks them: most similar to the question first, ties in the answers'
+    order (:func:`probes.blanca.metrics.ranking_order`); the scores' rows with ``similarity`` (1 − distance) and
+    ``true`` (grade > 0), a plain index. An unknown model or question is an :class:`InputError` naming those
+    present."""
     rows = _task_rows(scores, "R", ("R",))
     _model_colors(rows, [model])
     of_model = rows[rows["model"].astype(str) == model]
@@ -273,9 +274,18 @@ def ranked_answers_figure(scores: pd.DataFrame, model: str, question_id: str) ->
                          f"{ids[:5]}")
     answers = answers.sort_values("row", kind="stable")
     similarity = 1 - answers["distance"].to_numpy(dtype=float)
-    order = np.argsort(-similarity, kind="stable")
-    answers, similarity = answers.iloc[order], similarity[order]
-    true = answers["target"].to_numpy(dtype=float) > 0
+    ranked = answers.assign(similarity=similarity, true=answers["target"].to_numpy(dtype=float) > 0)
+    return ranked.iloc[ranking_order(similarity.tolist())].reset_index(drop=True)
+
+
+def ranked_answers_figure(scores: pd.DataFrame, model: str, question_id: str) -> go.Figure:
+    """One R question: its answers as horizontal bars of cosine similarity to the question (1 − distance),
+    most similar on top (ties keep the answers' order, as :mod:`probes.blanca.metrics` ranks them); blue: the
+    true answer(s) (grade > 0), grey: the others."""
+    import plotly.graph_objects as go
+
+    answers = question_answers(scores, model, question_id)
+    similarity, true = answers["similarity"].to_numpy(), answers["true"].to_numpy()
     ranks = np.flatnonzero(true) + 1
     where = f"true answer ranked {ranks[0]} of {len(answers)}" if len(ranks) else "no true answer among them"
     fig = go.Figure(go.Bar(

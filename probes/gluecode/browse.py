@@ -18,6 +18,9 @@ Everything here is computed from items and predictions (:mod:`probes.gluecode.it
   many classes for a matrix).
 - :func:`context_frame`: the long table behind "accuracy by context level": the main metric of every model,
   task and level with its interval, beside the trivial baseline of the task.
+- :func:`levels_answered`, :func:`scored_answers`, :func:`item_answers`: the predictions the page's pickers
+  offer (the levels a model answered a task at; the answers a confusion matrix counts; an item list filtered by
+  right and wrong).
 """
 
 from __future__ import annotations
@@ -33,11 +36,12 @@ from asc.errors import InputError
 from probes.gluecode.items import CONTEXTS, MASK, NO_WARNING, NPATH_BUCKETS, OPERATORS, TASKS, Item
 from probes.gluecode.nulltoken import NULL_PROMPT
 
-__all__ = ["CONFUSION_TASKS", "MAIN_METRIC", "Answered", "answered", "candidate_table", "confusion",
-           "context_frame", "mistakes"]
+__all__ = ["CONFUSION_TASKS", "MAIN_METRIC", "SHOWN", "Answered", "answered", "candidate_table", "confusion",
+           "context_frame", "item_answers", "levels_answered", "mistakes", "scored_answers"]
 
 CONFUSION_TASKS = ("NPATH", "OPS", "NULL")  # tasks with a small fixed set of classes
 MAIN_METRIC = {"NPATH": "accuracy", "OPS": "accuracy", "NAME": "char-BLEU", "CALL": "accuracy", "NULL": "accuracy"}
+SHOWN = ("all", "wrong", "right")  # the item list's filter
 _NULL_TRUE = ("a token", NO_WARNING)
 _NULL_PRED = ("the flagged token", "another token", NO_WARNING)
 
@@ -151,3 +155,27 @@ def context_frame(accuracy: pd.DataFrame, baselines: pd.DataFrame | None = None)
     frame["_t"] = [TASKS.index(t) if t in TASKS else 99 for t in frame["task"]]
     frame["_c"] = [CONTEXTS.index(c) if c in CONTEXTS else 99 for c in frame["context"]]
     return frame.sort_values(["model", "_t", "_c"], kind="stable").drop(columns=["_t", "_c"]).reset_index(drop=True)
+
+
+def levels_answered(predictions: Iterable, model: str, task: str) -> list[str]:
+    """The context levels (in :data:`CONTEXTS` order) at which ``model`` answered ``task``."""
+    found = {p.context for p in predictions if p.model == model and p.task == task}
+    return [c for c in CONTEXTS if c in found]
+
+
+def scored_answers(predictions: Iterable, model: str, task: str, level: str) -> list:
+    """The answers of ``model`` to ``task`` at ``level`` that the metrics count (a confusion matrix, the most
+    frequent mistakes): answered (not skipped) and, for NAME, generated (its ranked answers are another mode)."""
+    return [p for p in predictions if p.model == model and p.task == task and p.context == level
+            and (task != "NAME" or p.mode == "generate") and not p.skipped]
+
+
+def item_answers(predictions: Iterable, model: str, task: str, level: str, item_ids: Iterable[str],
+                 which: str = "all") -> list:
+    """The answers of ``model`` to ``task`` at ``level`` for the items ``item_ids`` (every mode, skipped ones too),
+    ``which`` (:data:`SHOWN`): all of them, the wrong ones or the right ones."""
+    if which not in SHOWN:
+        raise InputError(f"show {which!r}? choose one of {', '.join(SHOWN)}")
+    ids = set(item_ids)
+    return [p for p in predictions if p.model == model and p.task == task and p.context == level
+            and p.item_id in ids and (which == "all" or p.correct == (which == "right"))]

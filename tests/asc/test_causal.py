@@ -15,16 +15,19 @@ from asc.causal import (
     CONFOUNDERS,
     MIN_REFUTE_SAMPLE,
     REFUTE_SAMPLE,
+    CausalResult,
     causal_graph,
     causal_table,
     estimate,
+    run_causal,
+    run_treatments,
     snippet_table,
     treatments_of,
 )
 from asc.concepts import GLOBAL
 from asc.corpus.runs import RunData
 from asc.errors import InputError
-from tests.helpers import run_module
+from tests.helpers import corpus_snippets, run_module
 
 TRUE_EFFECT = -2.0
 
@@ -253,3 +256,49 @@ def test_cli_subsample_and_jobs_options():
     assert parser.parse_args(["causal", "RUN", "--out", "o.csv", "--refute-sample", "800", "--jobs", "3"]).jobs == 3
     with pytest.raises(SystemExit):
         parser.parse_args(["causal", "RUN", "--out", "o.csv", "--jobs", "0"])
+
+
+# ------------------------------------------------------------------------- one run: what the CLI and the page call
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tiny, tmp_path_factory):
+    from asc.corpus import run_corpus
+
+    out = tmp_path_factory.mktemp("causal") / "tiny"
+    run_corpus(tiny, corpus_snippets(8), out, corpus="toy", progress=False)
+    return out
+
+
+def test_run_causal_is_table_ii_of_the_runs_snippet_table_over_its_languages_treatments(tiny_run, monkeypatch):
+    run = load_run(tiny_run, tables=("snippets", "concepts"))
+    seen: list[tuple[int, int]] = []
+    result = run_causal(run, min_snippets=30, simulations=10, on_progress=lambda d, t: seen.append((d, t)))
+    expected_data = snippet_table(run)
+    pd.testing.assert_frame_equal(result.snippets, expected_data)
+    treatments = treatments_of(load_categories("python"))
+    assert run_treatments(run) == treatments
+    pd.testing.assert_frame_equal(result.table, causal_table(expected_data, treatments, min_snippets=30,
+                                                             simulations=10))
+    assert seen[-1] == (len(treatments), len(treatments))
+    monkeypatch.setattr(RunData, "language", property(lambda self: "java"))  # the run's language picks the map
+    assert run_treatments(run) == treatments_of(load_categories("java"))
+
+
+def test_the_scatter_offers_estimated_treatments_or_else_every_one():
+    table = pd.DataFrame({"treatment": ["a", "b", "c"], "status": ["estimated", "not enough data", "estimated"]})
+    assert CausalResult(pd.DataFrame(), table).estimated == ["a", "c"]
+    none = table.assign(status="not enough data (absent from every snippet)")
+    assert CausalResult(pd.DataFrame(), none).estimated == ["a", "b", "c"]
+
+
+def test_the_cli_prints_table_ii_as_the_page_shows_it(tiny_run, tmp_path, capsys):
+    from asc.__main__ import main
+    from asc.viz.causal import table2_views
+
+    assert main(["causal", str(tiny_run), "--out", str(tmp_path / "t.csv"), "--simulations", "10", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    written = pd.read_csv(tmp_path / "t.csv")
+    correlations, effects = table2_views({"": written})
+    assert correlations.to_string(index=False) in printed and effects.to_string(index=False) in printed
+    assert "too few" in printed  # 8 snippets, fewer than 30: the word the page shows, not NaN

@@ -11,7 +11,15 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from asc.concepts import AGGREGATES, aggregate_ranges, aggregate_segments, bootstrap_median, load_categories
+from asc.concepts import (
+    AGGREGATES,
+    DEFAULT_LANGUAGE,
+    aggregate_ranges,
+    aggregate_segments,
+    bootstrap_median,
+    language_of,
+    load_categories,
+)
 from asc.errors import InputError
 from asc.explain import explain_scored
 from asc.scores import TOP_K, TokenScores
@@ -339,3 +347,15 @@ def test_bootstrap_ignores_nan_and_handles_empty():
 def test_bootstrap_constant_input():
     med, lo, hi, std = bootstrap_median(np.full(10, 0.25), seed=0)
     assert (med, lo, hi, std) == (0.25, 0.25, 0.25, 0.0)
+
+
+@pytest.mark.parametrize(("languages", "expected"), [
+    (["python", "python"], "python"),
+    (["python", "java", "python"], "java"),  # a mixed run: the first in sorted order, whatever the snippets' order
+    (["java", None, math.nan, ""], "java"),  # a snippet without a language does not count
+    ([], DEFAULT_LANGUAGE),
+    ([None], DEFAULT_LANGUAGE),
+])
+def test_language_of_a_run_is_its_first_language_in_sorted_order(languages, expected):
+    assert language_of(languages) == expected
+    assert language_of(reversed(languages)) == expected  # any iterable, any order

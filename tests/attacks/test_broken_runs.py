@@ -162,8 +162,8 @@ def _runs_page():
 
     from ui import guards
 
-    folders, titles = guards.runs_or_stop("start a run")
-    st.write(f"{len(folders)} readable: " + ", ".join(titles[f] for f in folders))
+    folders, infos = guards.runs_or_stop("start a run")
+    st.write(f"{len(folders)} readable: " + ", ".join(infos[f].title for f in folders))
 
 
 def test_runs_or_stop_lists_broken_runs_apart(good_run, tmp_path, monkeypatch):

@@ -137,6 +137,7 @@ def test_the_causal_store_is_mutated_under_a_lock(monkeypatch):
     import streamlit as st
 
     import asc.causal
+    from asc.corpus.runs import RunData
     from ui import cache
     from ui.cache import runs
 
@@ -144,7 +145,7 @@ def test_the_causal_store_is_mutated_under_a_lock(monkeypatch):
     monkeypatch.setattr(runs, "_causal_store", lambda: store)
     monkeypatch.setattr(runs, "CAUSAL_KEEP", 3)
     monkeypatch.setattr(runs, "run_stamp", lambda path: "1")
-    run = type("Run", (), {"snippets": pd.DataFrame({"language": ["python"]})})()
+    run = RunData(Path("run"), {}, pd.DataFrame({"language": ["python"]}), None, None, None)
     monkeypatch.setattr(runs, "_run", lambda path, stamp: run)
     monkeypatch.setattr(runs, "run_title", lambda path: str(path))
     monkeypatch.setattr(st, "progress", lambda *a, **k: type("Bar", (), {"progress": lambda *a, **k: None,
@@ -152,7 +153,7 @@ def test_the_causal_store_is_mutated_under_a_lock(monkeypatch):
     monkeypatch.setattr(asc.causal, "snippet_table", lambda run: "table")
     monkeypatch.setattr(asc.causal, "causal_table", lambda table, treatments, **k: f"result {k['seed']}")
 
-    results: dict[int, object] = {}
+    results: dict[int, asc.causal.CausalResult] = {}
     errors: list[BaseException] = []
 
     def user(seed: int) -> None:
@@ -168,7 +169,8 @@ def test_the_causal_store_is_mutated_under_a_lock(monkeypatch):
     for t in threads:
         t.join(60)
     assert not errors, errors
-    assert results == {seed: ("table", f"result {seed}") for seed in range(8)}
+    assert {seed: (r.snippets, r.table) for seed, r in results.items()} == {seed: ("table", f"result {seed}")
+                                                                           for seed in range(8)}
     assert store.overlaps == 0, f"{store.overlaps} overlapping mutations of the shared causal store"
     assert len(store) <= 3
 

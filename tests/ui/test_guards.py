@@ -1,5 +1,7 @@
 """ui/guards.py: uploads are decoded or refused with the fix named; too long snippets are refused."""
 
+from pathlib import Path
+
 import pytest
 
 from asc.errors import InputError
@@ -43,3 +45,12 @@ def test_an_upload_longer_than_the_view_takes_is_refused_before_decoding():
     with pytest.raises(InputError, match="the browser view takes at most"):
         guards.decode_upload(b"x" * (guards.MAX_CHARS + 1), "long.py")  # decodes, then the length check
     assert len(guards.decode_upload(b"x" * guards.MAX_CHARS, "ok.py")) == guards.MAX_CHARS
+
+
+def test_a_run_picker_shows_each_runs_title_and_a_folder_no_longer_listed_by_name():
+    from asc.corpus.listing import RunInfo
+
+    info = RunInfo(model="m", corpus="c", n_planned=5, finished=True, folder="run-1")
+    label = guards.titles({Path("runs/run-1"): info})
+    assert label(Path("runs/run-1")) == info.title == "m · c · 5 snippets · run-1"
+    assert label(Path("runs/deleted")) == "deleted"

@@ -51,3 +51,8 @@ def test_optional_questions_say_optional_once():
     assert ui_study.optional_label("Any comments? (Optional) ") == "Any comments? (Optional) "
     shipped = load_study(DEFAULT_STUDY).comment  # its text says "(optional)" already
     assert ui_study.optional_label(shipped.text).count("(optional)") == 1
+
+
+def test_a_rating_reads_as_its_label_from_one_up():
+    labels = ("never", "rarely", "sometimes", "often", "always")
+    assert [ui_study.rating_label(labels, v) for v in range(1, 6)] == list(labels)

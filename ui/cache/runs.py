@@ -14,18 +14,20 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
 
-from asc.concepts import load_categories
 from asc.corpus.digest import RunDigest
 from asc.corpus.listing import run_title
 from asc.corpus.runs import RunData, load_digest, load_run
 from asc.corpus.summary import summary_table
 from asc.errors import CorpusError
 from ui.cache.stamp import run_stamp
+
+if TYPE_CHECKING:
+    from asc.causal import CausalResult
 
 CAUSAL_KEEP = 16  # causal tables kept (oldest dropped first): a long-running app must not grow without bound
 DIGESTS_KEEP = 16  # run digests kept, likewise
@@ -88,15 +90,16 @@ def cached_summary(digests: list[RunDigest], categories: tuple[str, ...], n_boot
 
 
 @st.cache_resource(show_spinner=False)
-def _causal_store() -> dict:
+def _causal_store() -> dict[tuple, CausalResult]:
     return {}
 
 
 def causal_result(path: Path, min_snippets: int, simulations: int, seed: int,
-                  refute_sample: int | None = None) -> tuple[Any, Any]:
-    """AsC-Causal of a run, cached by (results folder state, settings); shows progress while computing.
-    ``refute_sample``: snippets the refuters use per concept (None: :data:`asc.causal.REFUTE_SAMPLE`)."""
-    from asc.causal import REFUTE_SAMPLE, causal_table, snippet_table, treatments_of
+                  refute_sample: int | None = None) -> CausalResult:
+    """AsC-Causal of a run (:func:`asc.causal.run_causal`), cached by (results folder state, settings); shows
+    progress while computing. ``refute_sample``: snippets the refuters use per concept (None:
+    :data:`asc.causal.REFUTE_SAMPLE`)."""
+    from asc.causal import REFUTE_SAMPLE, run_causal
 
     refute_sample = REFUTE_SAMPLE if refute_sample is None else refute_sample
     key = (str(path), run_stamp(path), min_snippets, simulations, seed, refute_sample)
@@ -104,19 +107,14 @@ def causal_result(path: Path, min_snippets: int, simulations: int, seed: int,
     with _causal_lock:
         found = store.get(key)
     if found is None:  # two sessions may compute the same key at once; both get a correct result
-        run = cached_run(path)
-        language = str(run.snippets["language"].iloc[0]) if len(run.snippets) else "python"
-        table = snippet_table(run)
-        treatments = treatments_of(load_categories(language))
         bar = st.progress(0.0, text=f"Estimating effects for {run_title(path)}")
 
         def progress(done: int, total: int) -> None:
             bar.progress(done / total, text=f"{done}/{total} treatments")
 
-        result = causal_table(table, treatments, min_snippets=min_snippets, seed=seed, simulations=simulations,
-                              refute_sample=refute_sample, on_progress=progress)
+        found = run_causal(cached_run(path), min_snippets=min_snippets, seed=seed, simulations=simulations,
+                           refute_sample=refute_sample, on_progress=progress)
         bar.empty()
-        found = (table, result)
         _keep(store, key, found, _causal_lock, CAUSAL_KEEP)
     return found
 

@@ -7,7 +7,12 @@ import pandas as pd
 import pytest
 
 from asc.align import AlignOptions
+from asc.branching.forks import ForkSettings
+from asc.concepts import load_categories
 from asc.corpus import load_run, run_corpus
+from asc.corpus.forks import fork_table
+from asc.corpus.runs import load_digest
+from asc.corpus.sources import Snippet
 from asc.errors import CorpusError
 from asc.explain import explain
 from tests.helpers import corpus_snippets
@@ -71,3 +76,20 @@ def test_meta_is_json(tiny, tmp_path):
     run_corpus(tiny, corpus_snippets(1), tmp_path / "r", corpus="x", progress=False)
     meta = json.loads((tmp_path / "r" / "meta.json").read_text())
     assert meta["settings"]["corpus"] == "x" and "finished" in meta
+
+
+def test_a_runs_language_is_the_same_from_its_tables_its_digest_and_its_forks(tiny, tmp_path, monkeypatch):
+    """One answer (asc.concepts.language_of) wherever a run is read from: a run whose first snippet is Python and
+    whose other is Java is in Java (sorted first), for its tables, its digest and its fork rates alike."""
+    import asc.corpus.forks
+
+    snips = [corpus_snippets(1)[0], Snippet(id="j1", source="class A { int f(int x) { return x + 1; } }",
+                                            language="java")]
+    run_corpus(tiny, snips, tmp_path / "run", corpus="mixed", progress=False, forks=ForkSettings())
+    assert load_run(tmp_path / "run", tables=("snippets",)).language == "java"
+    assert load_digest(tmp_path / "run").language == "java"
+    asked: list[str] = []
+    monkeypatch.setattr(asc.corpus.forks, "load_categories", lambda language: asked.append(language) or
+                        load_categories(language))
+    fork_table(tmp_path / "run", n_boot=10)
+    assert asked == ["java"]

@@ -13,8 +13,9 @@ import time
 import numpy as np
 import pytest
 
+from asc.errors import InputError
 from asc.syntax import MAX_AST_DEPTH, parse
-from asc.viz.layout import TREE_VIEWS, tree_layout
+from asc.viz.layout import TREE_VIEWS, tree_layout, tree_view
 
 COUNT = ("def count_chars(string, character):\n    count = 0\n    for letter in string:\n"
          "        if letter == character:\n            count = count + 1\n    return count\n")
@@ -333,3 +334,12 @@ def test_negative_max_depth_keeps_the_root():
 
     lay = tree_layout(_parse("x = 1\n"), "partial", max_depth=-1)
     assert lay.n_boxes == 1 and lay.node[0] == 0 and lay.folded[0]
+
+
+def test_a_view_picked_by_name_is_one_of_the_tree_views_or_an_error_naming_them():
+    assert [tree_view(name) for name in ("partial", "complete")] == list(TREE_VIEWS)
+    for name in ("sequence", "Partial", ""):
+        with pytest.raises(InputError, match="choose one of"):
+            tree_view(name)
+    with pytest.raises(InputError, match="choose one of"):
+        tree_layout(parse("x = 1\n"), "sequence")

@@ -8,7 +8,13 @@ import pytest
 
 from asc.errors import InputError
 from asc.viz import MODEL_COLORS
-from probes.blanca.figures import distance_distributions, ranked_answers_figure, regression_plot, summary_bars
+from probes.blanca.figures import (
+    distance_distributions,
+    question_answers,
+    ranked_answers_figure,
+    regression_plot,
+    summary_bars,
+)
 
 
 def _spec(fig):
@@ -192,6 +198,19 @@ def test_ranked_answers_sorted_by_similarity_with_the_true_answer_highlighted(ra
     assert "ranked 3 of 4" in fig.layout.title.text
     other = _spec(ranked_answers_figure(ranking, "m2", "q1"))["data"][0]
     assert other["y"] == ["answer 1", "answer 2", "answer 3", "answer 0"]
+
+
+def test_question_answers_are_the_figures_order_with_similarity_and_truth(ranking):
+    table = question_answers(ranking, "m1", "q1")
+    bar = _spec(ranked_answers_figure(ranking, "m1", "q1"))["data"][0]
+    assert [f"answer {r}" for r in table["row"]] == bar["y"] == ["answer 1", "answer 3", "answer 2", "answer 0"]
+    assert np.allclose(table["similarity"], bar["x"]) and list(table["true"]) == [False, False, True, False]
+    assert list(table.index) == [0, 1, 2, 3]  # the rank, from 0
+    shuffled = ranking.sample(frac=1, random_state=0)  # rows in any order: ties still keep the answers' order
+    pd.testing.assert_frame_equal(question_answers(shuffled, "m1", "q1")[["row", "similarity", "true"]],
+                                  table[["row", "similarity", "true"]])
+    with pytest.raises(InputError, match=r"'q1', 'q2'"):
+        question_answers(ranking, "m1", "q9")
 
 
 def test_ranked_answers_name_the_fix(ranking):

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from asc.errors import InputError
+from probes.gluecode import browse
 from probes.gluecode.browse import answered, candidate_table, confusion, context_frame, mistakes
 from probes.gluecode.items import MASK, NO_WARNING, NPATH_BUCKETS, OPERATORS, Item
 from probes.gluecode.nulltoken import NULL_PROMPT
@@ -115,3 +116,37 @@ def test_every_tasks_main_metric_is_one_the_accuracy_table_writes():
     frame = context_frame(accuracy_table(preds))
     assert set(MAIN_METRIC) == set(TASKS)
     assert sorted(frame["task"]) == sorted(TASKS)
+
+
+# ------------------------------------------------------------------------------------------ what the pickers offer
+
+ANSWERS = [
+    pred("OPS", "+", "+", item_id="a", context="file"),
+    pred("OPS", "+", "-", item_id="b", context="function"),
+    pred("OPS", "+", "", item_id="c", context="function", skipped="too long"),
+    pred("OPS", "-", "-", item_id="a", context="function", model="other"),
+    pred("NAME", "size", "size", item_id="a", context="function", mode="rank"),
+    pred("NAME", "size", "len", item_id="a", context="function", mode="generate"),
+]
+
+
+def test_levels_answered_are_in_context_order_for_that_model_and_task():
+    assert browse.levels_answered(ANSWERS, "m", "OPS") == ["function", "file"]  # CONTEXTS order, not the answers'
+    assert browse.levels_answered(ANSWERS, "other", "OPS") == ["function"]
+    assert browse.levels_answered(ANSWERS, "m", "CALL") == []
+
+
+def test_scored_answers_leave_out_skipped_items_and_names_ranked_rather_than_generated():
+    assert [p.item_id for p in browse.scored_answers(ANSWERS, "m", "OPS", "function")] == ["b"]
+    assert [(p.prediction, p.mode) for p in browse.scored_answers(ANSWERS, "m", "NAME", "function")] == [("len", "generate")]
+
+
+@pytest.mark.parametrize(("which", "expected"), [("all", ["b", "c"]), ("wrong", ["b", "c"]), ("right", [])])
+def test_item_answers_filter_by_items_and_by_right_or_wrong(which, expected):
+    assert [p.item_id for p in browse.item_answers(ANSWERS, "m", "OPS", "function", ["b", "c"], which)] == expected
+    assert [p.item_id for p in browse.item_answers(ANSWERS, "m", "OPS", "function", ["b"], which)] == expected[:1]
+
+
+def test_item_answers_refuse_an_unknown_filter():
+    with pytest.raises(InputError, match="all, wrong, right"):
+        browse.item_answers(ANSWERS, "m", "OPS", "function", ["b"], "maybe")
