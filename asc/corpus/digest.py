@@ -25,6 +25,7 @@ reader.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -135,6 +136,13 @@ class RunDigest:
     parts: tuple[tuple[str, int, int], ...] = ()
     _cache: dict[str, _Part] = field(default_factory=dict, repr=False, compare=False)
 
+    @functools.cached_property
+    def bins(self) -> np.ndarray:
+        """The histogram bin of each value (:func:`asc.corpus.bootstrap.bin_of`), computed once per digest."""
+        from asc.corpus.bootstrap import bin_of
+
+        return bin_of(self.value)
+
     @property
     def n_nodes(self) -> int:
         return len(self.value)
@@ -164,23 +172,31 @@ def _part_from_table(table: Any) -> _Part:
         categories=tuple(category.dictionary.to_pylist()), types=tuple(types.dictionary.to_pylist()))
 
 
+def _read_parquet(path: Path, columns: list[str] | None = None) -> Any:
+    """One Parquet file as a pyarrow Table. ``ParquetFile``, not ``read_table``: that builds a dataset per file
+    (and imports pyarrow's dataset module), ten times the cost of reading a digest."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as file:
+        return file.read(columns=columns)
+
+
 def _read_part(folder: Path, name: str) -> _Part:
     """The digest of part ``name`` (``part-NNNNN``): its digest file, else computed from its nodes part."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     digest = folder / DIGEST / f"{name}.parquet"
     try:
         if digest.is_file():
-            table = pq.read_table(digest)
+            table = _read_parquet(digest)
             missing = [c for c in _COLUMNS if c not in table.column_names]
             if missing:
                 raise CorpusError(f"run folder {folder} is broken: {DIGEST}/{name}.parquet lacks the column"
                                   f"{'s' if len(missing) > 1 else ''} {', '.join(missing)}; delete it and run the "
                                   "evaluation again")
             return _part_from_table(table)
-        snippets = pq.read_table(folder / "snippets" / f"{name}.parquet", columns=["id", "language"])
-        nodes = pq.read_table(folder / "nodes" / f"{name}.parquet", columns=["snippet_id", "category", "type", "value"])
+        snippets = _read_parquet(folder / "snippets" / f"{name}.parquet", ["id", "language"])
+        nodes = _read_parquet(folder / "nodes" / f"{name}.parquet", ["snippet_id", "category", "type", "value"])
         return _part_from_table(digest_table(nodes, [str(i) for i in snippets["id"].to_pylist()],
                                              [str(x) for x in snippets["language"].to_pylist()]))
     except (OSError, ValueError, KeyError, pa.ArrowException) as err:

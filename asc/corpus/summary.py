@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from asc.concepts import GLOBAL
-from asc.corpus.bootstrap import METHODS, N_BINS, RESOLUTION, bin_of, cluster_bootstrap, histograms, node_bootstrap
+from asc.corpus.bootstrap import METHODS, N_BINS, RESOLUTION, cluster_bootstrap, histograms, node_bootstrap
 from asc.corpus.digest import RunDigest
 from asc.errors import InputError
 
@@ -73,7 +73,7 @@ def category_table(digest: RunDigest, categories: Sequence[str], n_boot: int = 5
 
     _check_method(method)
     k = len(digest.categories)
-    bins = bin_of(digest.value)
+    bins = digest.bins
     if method == "node":
         hist = histograms(bins, digest.category, k)
         boot = node_bootstrap(np.vstack([hist, hist.sum(axis=0, keepdims=True)]), n_boot=n_boot, seed=seed, ci=ci)
@@ -125,7 +125,7 @@ def _by_type(digest: RunDigest) -> pd.DataFrame:
     import pandas as pd
 
     t = len(digest.types)
-    hist = histograms(bin_of(digest.value), digest.type, t)
+    hist = histograms(digest.bins, digest.type, t)
     nodes = hist.sum(axis=1)
     present = np.flatnonzero(nodes)
     cat_of = np.zeros(t, dtype=np.int64)
@@ -150,7 +150,7 @@ def _category_medians(digest: RunDigest) -> pd.DataFrame:
     import pandas as pd
 
     k = len(digest.categories)
-    hist = histograms(bin_of(digest.value), digest.category, k)
+    hist = histograms(digest.bins, digest.category, k)
     hist = np.vstack([hist, hist.sum(axis=0, keepdims=True)])
     present = np.flatnonzero(hist.sum(axis=1))
     names = [*digest.categories, GLOBAL]
@@ -192,7 +192,7 @@ def box_table(digests: Sequence[RunDigest], category: str = GLOBAL) -> pd.DataFr
     for digest, label in zip(digests, run_labels(digests)):
         keep = slice(None) if category == GLOBAL else digest.category == digest.category_code(category)
         values = digest.value[keep]
-        hist = np.bincount(bin_of(values), minlength=N_BINS)
+        hist = np.bincount(digest.bins[keep], minlength=N_BINS)
         rows.append({"model": label, "n": len(values), "mean": float(values.mean()) if len(values) else np.nan,
                      **_box(hist)})
     return pd.DataFrame(rows)
