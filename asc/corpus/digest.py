@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,7 @@ __all__ = ["DIGEST", "RunDigest", "digest_bytes", "digest_table", "read_digest"]
 
 DIGEST = "digest"  # the folder of a run that holds the digests
 _META_KEY = b"asc.digest"
+_READERS = min(4, os.cpu_count() or 1)  # threads reading parts
 _COLUMNS = ("snippet", "category", "type", "value", "first_snippet", "first_category", "first_type")
 
 
@@ -216,17 +219,15 @@ def read_digest(path: str | Path, meta: dict, previous: RunDigest | None = None)
                           "its first chunk): run the evaluation again, or delete the folder")
     old = previous._cache if previous is not None and previous.path == folder else {}
     stamps = {n: s for n, *s in previous.parts} if previous is not None and previous.path == folder else {}
-    parts: list[_Part] = []
-    cache: dict[str, _Part] = {}
     seen: list[tuple[str, int, int]] = []
     for name in names:
         digest = folder / DIGEST / f"{name}.parquet"
-        stamp = _stat(digest) if digest.is_file() else _stat(folder / "snippets" / f"{name}.parquet")
-        part = old[name] if name in old and tuple(stamps.get(name, ())) == stamp else _read_part(folder, name)
-        cache[name] = part
-        parts.append(part)
-        seen.append((name, *stamp))
-    return _concat(folder, meta, parts, tuple(seen), cache)
+        seen.append((name, *(_stat(digest) if digest.is_file() else _stat(folder / "snippets" / f"{name}.parquet"))))
+    cache = {name: old[name] for name, *stamp in seen if name in old and tuple(stamps.get(name, ())) == tuple(stamp)}
+    new = [name for name in names if name not in cache]
+    with ThreadPoolExecutor(max_workers=_READERS) as pool:  # pyarrow reads and decodes without the GIL
+        cache.update(zip(new, pool.map(lambda name: _read_part(folder, name), new)))
+    return _concat(folder, meta, [cache[name] for name in names], tuple(seen), cache)
 
 
 def _concat(folder: Path, meta: dict, parts: list[_Part], seen: tuple[tuple[str, int, int], ...], cache: dict[str, _Part]) -> RunDigest:
