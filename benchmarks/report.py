@@ -63,11 +63,12 @@ def _own_seconds() -> float:
 
 
 def commit() -> str:
-    """The checkout's short commit, marked when tracked files differ from it."""
+    """The checkout's short commit, marked when tracked files other than the figures (``docs/bench/``, README.md,
+    which `make bench` itself rewrites) differ from it."""
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, cwd=ROOT).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs/bench",
+                                ":!README.md"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
         return (rev.stdout.strip() or "unknown") + (" (with uncommitted changes)" if dirty else "")
     except OSError:
         return "unknown"
