@@ -21,7 +21,7 @@ The file::
     [figures]
     bare_s = 11.08
 
-``[section]`` lines start the named blocks; ``[figures]`` holds ``name = value`` lines, the values exactly as the
+``[section]`` lines start the named blocks (the lines before the first are section ``main``); ``[figures]`` holds ``name = value`` lines, the values exactly as the
 README shows them. :func:`read` parses a file back (``docs/render_bench.py`` and ``tests/test_readme_figures.py``
 do). The load line compares the whole machine's busy CPU time with this process's and its finished children's
 over the run: what other work took (processes the benchmark started but did not wait for, such as Ray's
@@ -42,6 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / "docs" / "bench"
 FIGURES = "figures"
+MAIN = "main"  # the name :func:`read` gives the lines printed before the first section
 _NAME = re.compile(r"^[a-z][a-z0-9_.]*$")
 _IDLE_CPUS = 0.25  # other processes' average use below which the machine counts as idle
 
@@ -90,8 +91,8 @@ class Report:
 
     def section(self, name: str) -> None:
         """Start the block ``[name]``: the lines printed from here on."""
-        if not _NAME.match(name) or name == FIGURES or name in self.sections:
-            raise ValueError(f"section {name!r}: a new lower-case name other than {FIGURES!r}")
+        if not _NAME.match(name) or name in (FIGURES, MAIN) or name in self.sections:
+            raise ValueError(f"section {name!r}: a new lower-case name other than {FIGURES!r} and {MAIN!r}")
         self.sections[name] = []
         self._current = name
 
@@ -145,7 +146,8 @@ class Report:
 
 @dataclass(frozen=True)
 class BenchFile:
-    """A parsed ``docs/bench/<bench>.txt``: its header lines, sections (name -> lines) and figures."""
+    """A parsed ``docs/bench/<bench>.txt``: its header lines, sections (name -> lines; :data:`MAIN`: the lines
+    before the first section) and figures."""
 
     header: tuple[str, ...]
     sections: dict[str, list[str]]
@@ -171,4 +173,5 @@ def read(path: str | Path) -> BenchFile:
         while body and not body[0].strip():
             body.pop(0)
     figures = dict(line.split(" = ", 1) for line in sections.pop(FIGURES, []) if " = " in line)
+    sections[MAIN] = sections.pop("")
     return BenchFile(tuple(header), sections, figures)
