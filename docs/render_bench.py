@@ -30,8 +30,9 @@ from benchmarks.report import BENCH_DIR, BenchFile, read  # noqa: E402  (after t
 
 NUMBER = r"(?<![\d.,])\d[\d,]*(?:\.\d+)?"  # unsigned: a dash before it is text ("1.01-1.07")
 INLINE = re.compile(rf"(?P<number>{NUMBER})(?P<marker><!--bench:(?P<file>[\w-]+)/(?P<name>[a-z][a-z0-9_.]*)-->)")
+# the block's body: whole lines, none of them a fence (an empty block must not run on to the next one's end)
 BLOCK = re.compile(r"^(?P<marker><!--bench:(?P<file>[\w-]+)/(?P<name>[a-z][a-z0-9_.]*)-->)\n"
-                   r"(?P<fence>```\w*)\n(?P<body>.*?)\n```$", re.M | re.S)
+                   r"(?P<fence>```\w*)\n(?P<body>(?:(?!```)[^\n]*\n)*)```$", re.M)
 MARKER = re.compile(r"<!--bench:([\w-]+)/([a-z][a-z0-9_.]*)-->")
 
 

@@ -79,6 +79,10 @@ def test_a_changed_figure_is_caught():
     assert m, "the README quotes no figure inline"
     changed = readme[: m.start("number")] + "9" + m["number"] + readme[m.end("number"):]
     assert render_bench.render(changed) == readme != changed
+    block = render_bench.BLOCK.search(readme)
+    assert block and block["body"], "the README quotes no benchmark block"
+    edited = readme[: block.start("body")] + block["body"].replace("\n", "\nhand-typed line\n", 1) + readme[block.end("body"):]
+    assert edited != readme and render_bench.render(edited) == readme
     with pytest.raises(render_bench.FigureError, match="no figure"):
         render_bench.render(readme.replace(m["marker"], m["marker"].replace("/", "/nosuch_", 1), 1))
 
@@ -136,3 +140,19 @@ def test_a_report_reads_back_as_written(tmp_path, capsys):
         report.section("figures")
     with pytest.raises(ValueError):
         report.figure("compare_s", 2)
+
+
+def test_blocks_are_filled_in_place_even_when_empty(tmp_path):
+    from benchmarks.report import Report
+
+    report = Report("demo", "a demo", out=tmp_path / "demo.txt")
+    report.section("one")
+    report.line(f"first {report.figure('a_s', 1.5, '.1f')} s")
+    report.section("two")
+    report.line("second")
+    report.write()
+    readme = ("<!--bench:demo/one-->\n```text\n```\n\nprose between, took 0<!--bench:demo/a_s--> s\n\n"
+              "<!--bench:demo/two-->\n```text\nold line\n```\n")
+    assert render_bench.render(readme, tmp_path) == (
+        "<!--bench:demo/one-->\n```text\nfirst 1.5 s\n```\n\nprose between, took 1.5<!--bench:demo/a_s--> s\n\n"
+        "<!--bench:demo/two-->\n```text\nsecond\n```\n")
