@@ -62,29 +62,44 @@ def _unmarked(paragraph: str) -> list[str]:
     return out
 
 
+def _differences(readme: str, bench_dir: Path = BENCH_DIR) -> str:
+    """The lines of ``readme`` whose figures differ from ``bench_dir``'s files, as a diff ('' when none)."""
+    import difflib
+
+    rendered = render_bench.render(readme, bench_dir)
+    return "".join(difflib.unified_diff(readme.splitlines(True), rendered.splitlines(True), "README.md",
+                                        "from docs/bench", n=0))
+
+
 def test_readme_equals_its_rendering_from_docs_bench():
-    readme = README.read_text()
-    rendered = render_bench.render(readme)
-    if rendered != readme:
-        import difflib
-
-        diff = "".join(difflib.unified_diff(readme.splitlines(True), rendered.splitlines(True), "README.md",
-                                            "from docs/bench", n=0))
-        pytest.fail("README figures differ from docs/bench (run docs/render_bench.py after make bench):\n" + diff)
+    diff = _differences(README.read_text())
+    assert not diff, "README figures differ from docs/bench (run docs/render_bench.py after make bench):\n" + diff
 
 
-def test_a_changed_figure_is_caught():
-    readme = README.read_text()
-    m = render_bench.INLINE.search(readme)
-    assert m, "the README quotes no figure inline"
-    changed = readme[: m.start("number")] + "9" + m["number"] + readme[m.end("number"):]
-    assert render_bench.render(changed) == readme != changed
-    block = render_bench.BLOCK.search(readme)
-    assert block and block["body"], "the README quotes no benchmark block"
-    edited = readme[: block.start("body")] + block["body"].replace("\n", "\nhand-typed line\n", 1) + readme[block.end("body"):]
-    assert edited != readme and render_bench.render(edited) == readme
+def _demo_bench(folder: Path) -> str:
+    """A docs/bench folder with one file (figure ``a_s``, section ``table``) and a README quoting it."""
+    from benchmarks.report import Report
+
+    report = Report("demo", "a demo", out=folder / "demo.txt")
+    report.section("table")
+    report.line(f"step {report.figure('a_s', 1.75, '.2f')} s\nstep two")
+    report.write()
+    return "## Performance\n\ntook 1.75<!--bench:demo/a_s--> s:\n\n<!--bench:demo/table-->\n```text\nstep 1.75 s\nstep two\n```\n"
+
+
+def test_a_changed_figure_is_caught(tmp_path):
+    readme = _demo_bench(tmp_path)
+    assert _differences(readme, tmp_path) == ""
+    wrong = readme.replace("took 1.75", "took 1.57")  # a figure typed by hand
+    assert "-took 1.57" in _differences(wrong, tmp_path) and render_bench.render(wrong, tmp_path) == readme
+    edited = readme.replace("step two", "step two, by hand")  # a block's line typed by hand
+    assert "+step two\n" in _differences(edited, tmp_path)
+    (tmp_path / "demo.txt").write_text((tmp_path / "demo.txt").read_text().replace("1.75", "2.10"))  # re-measured
+    assert "+took 2.10" in _differences(readme, tmp_path)
     with pytest.raises(render_bench.FigureError, match="no figure"):
-        render_bench.render(readme.replace(m["marker"], m["marker"].replace("/", "/nosuch_", 1), 1))
+        render_bench.render(readme.replace("demo/a_s", "demo/nosuch_s"), tmp_path)
+    with pytest.raises(render_bench.FigureError, match="no docs/bench/other.txt"):
+        render_bench.render(readme.replace("demo/table", "other/table"), tmp_path)
 
 
 @pytest.mark.parametrize("bench", _bench_targets())
