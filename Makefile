@@ -82,6 +82,8 @@ gpu-bundle: setup
 gpu-report-dry: setup
 	OUT=test-output/gpu-report-dry PYTHON=$(PY) benchmarks/gpu/run.sh --dry
 
+# every benchmark writes its figures to docs/bench/<bench>.txt (machine, load, date and commit on top:
+# benchmarks/report.py); the last step puts them into the README (docs/render_bench.py; a test checks)
 bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_pipeline.py
 	PYTHONPATH=. $(PY) benchmarks/bench_probes.py
@@ -89,15 +91,16 @@ bench: setup
 	# whole-corpus summaries and AsC-Causal at 10k/100k snippets: a real 40-function run, copied (issue 16)
 	test -d build/bench-humaneval40 || $(PY) -m asc eval --model smollm2-135m --corpus humaneval --limit 40 \
 	  --out build/bench-humaneval40 --quiet --n-boot 50
-	PYTHONPATH=. $(PY) benchmarks/bench_corpus.py --base build/bench-humaneval40 --skip causal
+	PYTHONPATH=. $(PY) benchmarks/bench_corpus.py --base build/bench-humaneval40
 	PYTHONPATH=. $(PY) benchmarks/bench_causal.py --base build/bench-humaneval40
 	# glueCode: seconds and tokens per item of each task at the function and file levels (issue 17)
 	PYTHONPATH=. $(PY) benchmarks/bench_gluecode.py
 	PYTHONPATH=. $(PY) benchmarks/bench_blanca.py
 	PYTHONPATH=. $(PY) benchmarks/bench_layers.py
 	PYTHONPATH=. $(PY) benchmarks/bench_branch.py
-	# the inspector's deepest and widest accepted inputs: time, peak memory, refusal (issue 28; docs/bench/limits.txt)
+	# the inspector's deepest and widest accepted inputs: time, peak memory, refusal (issue 28)
 	PYTHONPATH=. $(PY) benchmarks/bench_limits.py
+	$(PY) docs/render_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

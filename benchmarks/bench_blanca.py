@@ -9,7 +9,8 @@ Builds (or reads, under ``build/bench-blanca``) the standard-library task set, t
   in units of MiniLM's cost on the same texts, the ratio that travels between machines;
 - **fine-tune**: MiniLM trained on ``--pairs`` pairs of the task (seconds per 100 pairs), no evaluation.
 
-Scores are not kept: this measures cost, not quality (the README's reproduction has the numbers).
+Scores are not kept: this measures cost, not quality (the README's reproduction has the numbers). Written to
+``docs/bench/blanca.txt`` (:mod:`benchmarks.report`); the README quotes it.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def main() -> None:
     from transformers.utils import logging as hf_logging
 
     from asc.models import load_model
+    from benchmarks.report import Report
     from probes.blanca.build import build_task_set
     from probes.blanca.embed import embed_texts
     from probes.blanca.evaluate import item_texts
@@ -60,20 +62,29 @@ def main() -> None:
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    report = Report("blanca", "BLANCA's cost per task: building it, embedding its texts, fine-tuning MiniLM on it")
+    fig = report.figure
     out = Path(args.out)
     built = build_seconds(out)
     task_set = build_task_set(out)
     texts = {t: item_texts(items)[: args.texts] for t, items in task_set.items.items()}
-    print(f"{'task':4} {'items':>6} {'texts':>6} {'build s':>8}")
+    report.section("build")
+    report.line(f"{'task':4} {'items':>6} {'texts':>6} {'build s':>8}")
     for task, items in task_set.items.items():
-        print(f"{task:4} {len(items):6d} {len(item_texts(items)):6d} {built.get(task, float('nan')):8.1f}")
+        report.line(f"{task:4} {len(items):6d} {fig(f'{task.lower()}_texts', len(item_texts(items)), '6d')} "
+                    f"{fig(f'{task.lower()}_build_s', built.get(task, float('nan')), '8.1f')}")
+    distinct = {text for items in task_set.items.values() for text in item_texts(items)}
+    report.line(f"all  {sum(map(len, task_set.items.values())):6d} {fig('texts', len(distinct), '6d')} "
+                f"{fig('build_s', sum(built.values()), '8.1f')}")
     models = args.model or ["minilm-l6", "smollm2-135m"]
     base: dict[str, float] = {}
-    print(f"\nembedding {args.texts} texts per task, no cache:")
-    print(f"{'model':14} {'task':4} {'texts/s':>8} {'s/item':>7} {'x MiniLM':>9}")
+    report.section("embed")
+    report.line(f"embedding {args.texts} texts per task, no cache:")
+    report.line(f"{'model':14} {'task':4} {'texts/s':>8} {'s/item':>7} {'x MiniLM':>9}")
     for name in models:
         bundle = load_model(name)
         embed_texts(bundle, texts["H"][:8])  # warm-up
+        whole = 0.0
         for task, chosen in texts.items():
             t = time.perf_counter()
             embed_texts(bundle, chosen)
@@ -83,9 +94,15 @@ def main() -> None:
             # an item needs its distinct texts once: seconds per item over the whole task at this rate
             per_item = seconds / len(chosen) * len(item_texts(task_set.items[task])) / len(task_set.items[task])
             ratio = seconds / base[task] if task in base else float("nan")
-            print(f"{name:14} {task:4} {len(chosen) / seconds:8.1f} {per_item:7.3f} {ratio:9.1f}")
-    print(f"\nfine-tuning MiniLM on {args.pairs} pairs per task (1 epoch, batch 16, 128 tokens):")
-    print(f"{'task':4} {'pairs':>6} {'s':>7} {'s/100 pairs':>12}")
+            key = f"{name.split('-')[0]}_{task.lower()}"
+            report.line(f"{name:14} {task:4} {fig(key + '_texts_per_s', len(chosen) / seconds, '8.1f')} "
+                        f"{fig(key + '_s_per_item', per_item, '7.3f')} {fig(key + '_x_minilm', ratio, '9.1f')}")
+            whole += len(item_texts(task_set.items[task])) / (len(chosen) / seconds)
+        report.line(f"{name:14} all  every text of the five tasks at these rates: "
+                    f"{fig(name.split('-')[0] + '_all_texts_s', whole, '.0f')} s")
+    report.section("finetune")
+    report.line(f"fine-tuning MiniLM on {args.pairs} pairs per task (1 epoch, batch 16, 128 tokens):")
+    report.line(f"{'task':4} {'pairs':>6} {'s':>7} {'s/100 pairs':>12}")
     for task, items in task_set.items.items():
         with tempfile.TemporaryDirectory() as tmp:
             train = [it for it in items if it.split == "train"]
@@ -93,7 +110,9 @@ def main() -> None:
             result = finetune("minilm-l6", {task: train}, Path(tmp) / "ft", max_pairs=args.pairs)
             seconds = time.perf_counter() - t
             pairs = result.pairs[task]
-            print(f"{task:4} {pairs:6d} {seconds:7.1f} {seconds / pairs * 100:12.1f}")
+            report.line(f"{task:4} {pairs:6d} {fig(f'finetune_{task.lower()}_s', seconds, '7.1f')} "
+                        f"{fig(f'finetune_{task.lower()}_s_per_100', seconds / pairs * 100, '12.1f')}")
+    report.write()
 
 
 if __name__ == "__main__":

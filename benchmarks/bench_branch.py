@@ -11,7 +11,8 @@
 
 Branches run with ``stop_at_function_end=False`` so every row makes its 64 tokens (an end-of-sequence token
 still ends a row: the token counts are printed). The kinds of call are interleaved over ``--rounds`` rounds to
-share the machine's noise; the median ratio is printed with the absolute times.
+share the machine's noise; the median ratio is printed with the absolute times. Written to
+``docs/bench/branch.txt`` (:mod:`benchmarks.report`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ def main() -> None:
     from asc.corpus.sources import load_corpus
     from asc.explain import explain
     from asc.models import load_model
+    from benchmarks.report import Report
 
+    report = Report("branch", "what a branch costs from the trunk's KV cache")
     if args.threads:
         torch.set_num_threads(args.threads)
     hf_logging.set_verbosity_error()
@@ -118,15 +121,18 @@ def main() -> None:
         return statistics.median(y / x for x, y in zip(times[a], times[b], strict=True))
 
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"{bundle.name}: {len(source.splitlines())}-line function, {len(ids)} tokens, fork at token {at}; "
-          f"{args.rounds} rounds, torch threads {torch.get_num_threads()}")
-    print(f"  {n} tokens from a warm cache: bare decode {med['bare']:.2f} s ({med['bare'] / n * 1000:.0f} ms/token), "
-          f"transformers generate {med['generate']:.2f} s")
-    print(f"  branch of {made['branch']} tokens from the middle: {med['branch']:.2f} s -> "
-          f"{ratio('bare', 'branch'):.2f}x the bare decode (target <= 1.2x)")
-    print(f"  explore_forks, 8 branches ({made['explore']} tokens): {med['explore']:.2f} s; one branch of "
-          f"{made['one']} tokens at the most uncertain fork: {med['one']:.2f} s -> {ratio('one', 'explore'):.2f}x "
-          "(target <= 3x)")
+    fig = report.figure
+    report.line(f"{bundle.name}: {len(source.splitlines())}-line function, {len(ids)} tokens, fork at token {at}; "
+                f"{args.rounds} rounds, torch threads {torch.get_num_threads()}")
+    report.line(f"  {n} tokens from a warm cache: bare decode {fig('bare_s', med['bare'], '.2f')} s "
+                f"({fig('bare_ms_per_token', med['bare'] / n * 1000, '.0f')} ms/token), transformers generate "
+                f"{fig('generate_s', med['generate'], '.2f')} s")
+    report.line(f"  branch of {made['branch']} tokens from the middle: {fig('branch_s', med['branch'], '.2f')} s -> "
+                f"{fig('branch_x_bare', ratio('bare', 'branch'), '.2f')}x the bare decode (target <= 1.2x)")
+    report.line(f"  explore_forks, 8 branches ({made['explore']} tokens): {fig('explore_s', med['explore'], '.2f')} s; "
+                f"one branch of {made['one']} tokens at the most uncertain fork: {fig('one_s', med['one'], '.2f')} s -> "
+                f"{fig('explore_x_one', ratio('one', 'explore'), '.2f')}x (target <= 3x)")
+    report.write()
 
 
 if __name__ == "__main__":

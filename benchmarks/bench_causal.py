@@ -24,6 +24,8 @@ many verdicts differ from those on all rows.
 
     python benchmarks/bench_causal.py --base /tmp/causal40            # 10k and 100k, sweep on 100k
     python benchmarks/bench_causal.py --base /tmp/causal40 --sizes 10000 --sweep-size 10000
+
+Written to ``docs/bench/causal.txt`` (:mod:`benchmarks.report`); the README quotes it.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from benchmarks.report import Report  # noqa: E402  (after the path)
 
 
 def make_causal_run(base: str | Path, n: int, out: str | Path, noise: float = 0.05, seed: int = 0,
@@ -164,7 +168,7 @@ def complexity_cost(limit: int) -> dict:
             "equal": same}
 
 
-def sweep(run: Path, subsamples: list[str], jobs: int, simulations: int, seed: int) -> None:
+def sweep(report: Report, run: Path, subsamples: list[str], jobs: int, simulations: int, seed: int) -> None:
     import numpy as np
     import pandas as pd
 
@@ -182,30 +186,34 @@ def sweep(run: Path, subsamples: list[str], jobs: int, simulations: int, seed: i
                            refute_sample=None if s == "all" else int(s))
         times[s] = time.perf_counter() - t0
         results[s] = res[res["status"] == "estimated"].set_index("treatment")
-        print(f"  refute_sample={s}: {times[s]:.1f} s", flush=True)
+        print(f"  refute_sample={s}: {times[s]:.1f} s", flush=True)  # progress, not kept
     ref = results[subsamples[-1]]
 
     def verdicts(row: pd.Series) -> str:
         return "".join("P" if str(row[c]).startswith("passed") else "F" for c in ("placebo", "random_cause", "subset"))
 
-    print(f"\nPer treatment ({len(table):,} snippets; ATE on all rows; per subsample: the effect the refuters "
-          "checked, and placebo/random cause/subset verdicts)\n")
+    report.section("treatments")
+    report.line(f"Per treatment ({len(table):,} snippets; ATE on all rows; per subsample: the effect the refuters "
+                "checked, and placebo/random cause/subset verdicts)\n")
     head = f"{'treatment':<34} {'n':>7} {'ATE':>8} " + " ".join(f"{s:>15}" for s in subsamples)
-    print(head)
+    report.line(head)
     for t in ref.index:
         cells = [f"{results[s].loc[t, 'refute_ate']:+7.3f} {verdicts(results[s].loc[t]):>3}" for s in subsamples]
-        print(f"{t:<34} {int(ref.loc[t, 'n']):>7} {ref.loc[t, 'ate']:+8.3f} " + " ".join(f"{c:>15}" for c in cells))
-    print(f"\nSummary against refute_sample={subsamples[-1]} ({len(ref)} estimated treatments, 3 verdicts each; "
-          "refute_ate: the effect re-estimated on the subsample, which the refuters check)\n")
-    print(f"{'refute_sample':>13} {'time s':>7} {'verdicts differing':>19} {'passed placebo/rcc/subset':>26} "
-          f"{'refute_ate sign = ATE sign':>27} {'median |refute_ate-ATE|/|ATE|':>30}")
+        report.line(f"{t:<34} {int(ref.loc[t, 'n']):>7} {ref.loc[t, 'ate']:+8.3f} " + " ".join(f"{c:>15}" for c in cells))
+    report.section("sweep")
+    report.line(f"Summary against refute_sample={subsamples[-1]} ({len(ref)} estimated treatments, 3 verdicts each; "
+                "refute_ate: the effect re-estimated on the subsample, which the refuters check)\n")
+    report.line(f"{'refute_sample':>13} {'time s':>7} {'verdicts differing':>19} {'passed placebo/rcc/subset':>26} "
+                f"{'refute_ate sign = ATE sign':>27} {'median |refute_ate-ATE|/|ATE|':>30}")
     for s in subsamples:
         r = results[s]
         differ = sum(verdicts(r.loc[t])[i] != verdicts(ref.loc[t])[i] for t in ref.index for i in range(3))
         passed = "/".join(str(int(r[c].str.startswith("passed").sum())) for c in ("placebo", "random_cause", "subset"))
         sign = int((np.sign(r["refute_ate"]) == np.sign(r["ate"])).sum())
         rel = float(((r["refute_ate"] - r["ate"]).abs() / r["ate"].abs()).median())
-        print(f"{s:>13} {times[s]:>7.1f} {differ:>19} {passed:>26} {sign:>21}/{len(r):<5} {rel:>30.3f}")
+        report.line(f"{s:>13} {report.figure(f'sweep_{s}_s', times[s], '>7.1f')} "
+                    f"{report.figure(f'sweep_{s}_differing', differ, '>19')} {passed:>26} {sign:>21}/{len(r):<5} "
+                    f"{report.figure(f'sweep_{s}_rel', rel, '>30.3f')}")
 
 
 def main() -> None:
@@ -227,33 +235,40 @@ def main() -> None:
         print(json.dumps(stages(args.stages, args.refute_sample, args.jobs, args.simulations)))
         return
 
-    print(f"AsC-Causal benchmark: {os.cpu_count()} CPU cores, jobs={args.jobs}, {args.simulations} simulations per "
-          f"refuter, refute_sample={args.refute_sample}, base {args.base}, loss noise sd {args.noise}")
+    report = Report("causal", "AsC-Causal at scale: `python -m asc causal` on tiled runs, and the refuter subsample")
+    fig = report.figure
+    report.line(f"AsC-Causal benchmark: {os.cpu_count()} CPU cores, jobs={args.jobs}, {args.simulations} simulations "
+                f"per refuter, refute_sample={args.refute_sample}, base {args.base}, loss noise sd {args.noise}")
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         folders = {}
         for n in sorted(set(args.sizes) | ({args.sweep_size} - {0})):
             t0 = time.perf_counter()
             folders[n] = make_causal_run(args.base, n, Path(tmp) / f"r{n}", noise=args.noise, seed=args.seed)
-            print(f"built {n:,} snippets in {time.perf_counter() - t0:.1f} s", flush=True)
-        print("\ncommand: `python -m asc causal RUN` (wall s; peak MB of it and its workers together); stages: the "
-              "same steps in another fresh process (s; peak MB of the main process alone)")
-        print(f"\n{'snippets':>9} {'command s':>10} {'peak MB':>8} | {'import':>7} {'load':>6} {'snippet_table':>14} "
-              f"{'causal_table':>13} {'main MB':>8}")
+            print(f"built {n:,} snippets in {time.perf_counter() - t0:.1f} s", flush=True)  # progress, not kept
+        report.section("command")
+        report.line("command: `python -m asc causal RUN` (wall s; peak GB of it and its workers together); stages: the "
+                    "same steps in another fresh process (s; peak MB of the main process alone)\n")
+        report.line(f"{'snippets':>9} {'command s':>10} {'peak GB':>8} | {'import':>7} {'load':>6} "
+                    f"{'snippet_table':>14} {'causal_table':>13} {'main MB':>8}")
         for n in args.sizes:
             cmd = command(folders[n], args.refute_sample, args.jobs, args.simulations)
             _, _, out = _fresh([sys.executable, __file__, "--stages", str(folders[n]), "--refute-sample",
                                 args.refute_sample, "--jobs", str(args.jobs), "--simulations", str(args.simulations)])
             st = json.loads(out.strip().splitlines()[-1])
-            print(f"{n:>9,} {cmd['wall_s']:>10.1f} {cmd['peak_mb']:>8.0f} | {st['import']:>7.1f} {st['load_run']:>6.1f} "
-                  f"{st['snippet_table']:>14.1f} {st['causal_table']:>13.1f} {st['peak_mb']:>8.0f}", flush=True)
+            report.line(f"{n:>9,} {fig(f'causal_{n}_s', cmd['wall_s'], '>10.1f')} "
+                        f"{fig(f'causal_{n}_gb', cmd['peak_mb'] / 1024, '>8.2f')} | "
+                        f"{st['import']:>7.1f} {st['load_run']:>6.1f} {st['snippet_table']:>14.1f} "
+                        f"{st['causal_table']:>13.1f} {st['peak_mb']:>8.0f}")
         cc = complexity_cost(args.complexity_limit)
-        print(f"\ncomplexity of {cc['n']:,} distinct stdlib functions: {cc['ours_ms']:.3f} ms each from the tree-sitter "
-              f"parse, {cc['lizard_ms']:.3f} ms with lizard ({cc['equal']:,} equal); for 100,000 distinct snippets "
-              f"{cc['ours_ms'] * 100:.1f} s vs {cc['lizard_ms'] * 100:.1f} s")
+        report.section("complexity")
+        report.line(f"complexity of {fig('complexity_n', cc['n'], ',')} distinct stdlib functions: "
+                    f"{fig('complexity_ms', cc['ours_ms'], '.3f')} ms each from the tree-sitter parse, "
+                    f"{fig('lizard_ms', cc['lizard_ms'], '.3f')} ms with lizard ({fig('complexity_equal', cc['equal'], ',')} "
+                    f"equal); for 100,000 distinct snippets {cc['ours_ms'] * 100:.1f} s vs {cc['lizard_ms'] * 100:.1f} s")
         if args.sweep_size:
             print(f"\nRefuter subsample sweep on {args.sweep_size:,} snippets (jobs={args.jobs}):")
-            sweep(folders[args.sweep_size], args.subsamples, args.jobs, args.simulations, args.seed)
-
+            sweep(report, folders[args.sweep_size], args.subsamples, args.jobs, args.simulations, args.seed)
+    report.write()
 
 if __name__ == "__main__":
     main()

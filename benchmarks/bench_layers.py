@@ -7,7 +7,8 @@
 
 The two kinds of call are interleaved over ``--rounds`` rounds to share the machine's noise; the median ratio is
 printed, with the absolute times. Per-layer unembedding scales with layers x vocabulary x hidden size, so Gemma
-(262k vocabulary) costs more than SmolLM2 (49k).
+(262k vocabulary) costs more than SmolLM2 (49k). Written to ``docs/bench/layers.txt`` (:mod:`benchmarks.report`);
+the README quotes it.
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ def main() -> None:
     from asc.corpus.sources import load_corpus
     from asc.depth import explain_layers
     from asc.models import load_model
+    from benchmarks.report import Report
 
+    report = Report("layers", "per-layer AsC-Eval (logit lens) against one forward pass, and a --layers corpus run "
+                    "against a plain one")
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     functions = load_corpus("algorithms", min_lines=40, max_lines=60)
@@ -68,12 +72,18 @@ def main() -> None:
                     times[key].append(time.perf_counter() - t)
         one = statistics.median(b / a for a, b in zip(times["forward"], times["layers"], strict=True))
         run = statistics.median(b / a for a, b in zip(times["run"], times["run --layers"], strict=True))
-        print(f"{name} ({bundle.n_layers} layers, {ids.shape[1]}-token function, {len(corpus)}-snippet run, "
-              f"{args.rounds} rounds):")
-        print(f"  one function: forward {statistics.median(times['forward']):.2f} s, per-layer AsC-Eval "
-              f"{statistics.median(times['layers']):.2f} s -> {one:.1f}x (target <= 8x)")
-        print(f"  corpus run:   plain {statistics.median(times['run']):.1f} s, --layers "
-              f"{statistics.median(times['run --layers']):.1f} s -> {run:.1f}x (target <= 8x)")
+        fig, tag = report.figure, name.split("-")[0]
+        med = {k: statistics.median(v) for k, v in times.items()}
+        report.section(tag)
+        report.line(f"{name} ({bundle.n_layers} layers, {ids.shape[1]}-token function, {len(corpus)}-snippet run, "
+                    f"{args.rounds} rounds):")
+        report.line(f"  one function: forward {fig(tag + '_forward_s', med['forward'], '.2f')} s, per-layer AsC-Eval "
+                    f"{fig(tag + '_layers_s', med['layers'], '.2f')} s -> {fig(tag + '_function_x', one, '.1f')}x "
+                    "(target <= 8x)")
+        report.line(f"  corpus run:   plain {fig(tag + '_run_s', med['run'], '.1f')} s, --layers "
+                    f"{fig(tag + '_run_layers_s', med['run --layers'], '.1f')} s -> {fig(tag + '_run_x', run, '.1f')}x "
+                    "(target <= 8x)")
+    report.write()
 
 
 if __name__ == "__main__":

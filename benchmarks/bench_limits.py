@@ -20,18 +20,17 @@ each takes over ten minutes of forward passes on a 2-core CPU. tiny-random (2 la
 operations stall on thread barriers, seconds of noise that have nothing to do with the input's shape.
 
 Targets (issue 28): under 1 GB and 10 s per accepted input, a refusal under 1 s; PASS/FAIL per row. The
-table is printed and written to ``docs/bench/limits.txt`` with the machine, date and commit on top.
+table is printed and written to ``docs/bench/limits.txt`` with the machine, date and commit on top
+(:mod:`benchmarks.report`).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
-import datetime
 import importlib
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -203,16 +202,6 @@ def browser_limit() -> int:
     raise SystemExit("ui/guards.py defines no MAX_CHARS")
 
 
-def _commit() -> str:
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, cwd=ROOT).stdout.strip()
-        return rev.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
-    except OSError:
-        return "unknown"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="tiny-random,smollm2-135m",
@@ -220,61 +209,62 @@ def main() -> None:
     ap.add_argument("--real-inputs", default="deep + wide,ordinary code",
                     help="comma-separated input name prefixes a real model explains (each takes over ten minutes "
                          "of forward passes on a 2-core CPU; 'all' for every input; default: %(default)s)")
-    ap.add_argument("--out", default=str(ROOT / "docs" / "bench" / "limits.txt"))
+    ap.add_argument("--out", default=None, help="the file written (default: docs/bench/limits.txt)")
     ap.add_argument("--child", nargs=2, metavar=("MODEL", "FILE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(*args.child)
         return
     from asc.syntax import MAX_AST_DEPTH
+    from benchmarks.report import Report
 
     chars = browser_limit()
-    lines = [f"# bench_limits: the inspector's worst accepted inputs ({chars:,} characters, AST depth limit "
-             f"{MAX_AST_DEPTH}); targets: < {LIMIT_GB:g} GB and < {LIMIT_S:g} s each, refusal < {REFUSE_S:g} s",
-             f"# machine: {platform.platform()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs "
-             f"(shared with other work); python {platform.python_version()}",
-             f"# date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}; commit {_commit()}",
-             "# total: source text -> explanation, category chart, least-confident table, node picker, both tree "
-             "figures (serialized), sequence view, on a warm process; model: the part in the forward passes; rest: "
-             "everything else (parse, align, aggregate, figures); pairs: (node, token) bindings; peak: the fresh "
-             "subprocess's max RSS (model and interpreter included; base: after loading the model and a warm-up)",
-             ""]
+    report = Report("limits", f"the inspector's worst accepted inputs ({chars:,} characters, AST depth limit "
+                    f"{MAX_AST_DEPTH}); targets: < {LIMIT_GB:g} GB and < {LIMIT_S:g} s each, refusal < {REFUSE_S:g} s")
+    fig = report.figure
+    report.line("total: source text -> explanation, category chart, least-confident table, node picker, both tree "
+                "figures (serialized), sequence view, on a warm process; model: the part in the forward passes; rest: "
+                "everything else (parse, align, aggregate, figures); pairs: (node, token) bindings; peak: the fresh "
+                "subprocess's max RSS (model and interpreter included; base: after loading the model and a warm-up)")
+    report.section("table")
     head = (f"{'model':<13} {'input':<38} {'chars':>6} {'tokens':>6} {'nodes':>6} {'depth':>5} {'pairs':>10} "
             f"{'total s':>7} {'model s':>7} {'rest s':>6} {'peak MB':>7} {'base MB':>7}  result")
-    lines += [head, "-" * len(head)]
-    print("\n".join(lines), flush=True)
+    report.line(head)
+    report.line("-" * len(head))
     cases = inputs(chars)
     real = [p.strip() for p in args.real_inputs.split(",") if p.strip()]
     model_bound = False
     for model in [m.strip() for m in args.models.split(",") if m.strip()]:
+        tag = model.split("-")[0]
+        worst = {"s": 0.0, "mb": 0.0}
         for name, source in cases.items():
             if model != "tiny-random" and "all" not in real and not any(name.startswith(p) for p in real):
                 continue
             row = _run_child(model, source)
             ok = row["seconds"] < LIMIT_S and row["peak_mb"] < LIMIT_GB * 1024
-            line = (f"{model:<13} {name:<38} {len(source):>6} {row['tokens']:>6} {row['nodes']:>6} {row['depth']:>5} "
-                    f"{row['bindings']:>10,} {row['seconds']:>7.2f} {row['model_seconds']:>7.2f} "
-                    f"{row['seconds'] - row['model_seconds']:>6.2f} {row['peak_mb']:>7.0f} {row['base_mb']:>7.0f}  "
-                    f"{'PASS' if ok else 'FAIL'}")
-            lines.append(line)
-            print(line, flush=True)
+            worst = {"s": max(worst["s"], row["seconds"]), "mb": max(worst["mb"], row["peak_mb"])}
+            report.line(f"{model:<13} {name:<38} {len(source):>6} {row['tokens']:>6} {row['nodes']:>6} "
+                        f"{row['depth']:>5} {row['bindings']:>10,} {row['seconds']:>7.2f} {row['model_seconds']:>7.2f} "
+                        f"{row['seconds'] - row['model_seconds']:>6.2f} {row['peak_mb']:>7.0f} {row['base_mb']:>7.0f}  "
+                        f"{'PASS' if ok else 'FAIL'}")
             model_bound |= not ok and row["seconds"] - row["model_seconds"] < LIMIT_S
+        if worst["s"]:
+            report.line(f"{model:<13} at most {fig(f'{tag}_max_s', worst['s'], '.2f')} s and "
+                        f"{fig(f'{tag}_max_peak_mb', worst['mb'], '.0f')} MB peak over its inputs")
     if model_bound:
-        note = ("# FAIL with a small 'rest s': the model's own cost, the same on ordinary code of as many tokens: its "
-                "forward passes (model s) and its weights and activations (base MB, and peak - base while scoring); "
-                "what the tree adds is the 'rest s' column")
-        lines.append(note)
-        print(note)
+        report.line("FAIL with a small 'rest s': the model's own cost, the same on ordinary code of as many tokens: its "
+                    "forward passes (model s) and its weights and activations (base MB, and peak - base while "
+                    "scoring); what the tree adds is the 'rest s' column")
     inproc, wall, message = _refusal(chars)
-    refusal = [f"refusal of {chars:,} characters of nested parens: check_source {inproc * 1000:.0f} ms in process "
-               f"{'PASS' if inproc < REFUSE_S else 'FAIL'}; `python -m asc explain` exit 2 after {wall:.2f} s wall, "
-               f"interpreter start included, {'PASS' if wall < REFUSE_S else 'FAIL'}",
-               f"  {message}"]
-    lines += ["", *refusal]
-    print("\n".join(["", *refusal]))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(f"\nwritten to {args.out}")
+    report.section("refusal")
+    report.line(f"refusal of {chars:,} characters of nested parens: check_source {fig('refusal_ms', inproc * 1000, '.0f')} "
+                f"ms in process {'PASS' if inproc < REFUSE_S else 'FAIL'}; `python -m asc explain` exit 2 after "
+                f"{fig('refusal_cli_s', wall, '.2f')} s wall, interpreter start included, "
+                f"{'PASS' if wall < REFUSE_S else 'FAIL'}")
+    report.line(f"  {message}")
+    if args.out:
+        report.out = Path(args.out)
+    report.write()
 
 
 if __name__ == "__main__":

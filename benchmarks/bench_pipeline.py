@@ -5,7 +5,7 @@ model and (b) the whole AsC-Eval pipeline (tokenize, forward, next-token statist
 aggregate), interleaved over several rounds to share the machine's noise, and prints the median
 of the per-round overhead ratios (b)/(a) and tokens/s. Target: ratio <= 1.10. Also times the
 inspector on a 60-line function: source text to the figure objects of all three views (target:
-about a second). Figures go in the README.
+about a second). Written to ``docs/bench/pipeline.txt`` (:mod:`benchmarks.report`); the README quotes it.
 """
 
 from __future__ import annotations
@@ -36,9 +36,11 @@ def main() -> None:
     from asc.models import load_model
     from asc.scores import encode, forward_batches
     from asc.viz import category_figure, sequence_html, tree_figure
+    from benchmarks.report import Report
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    report = Report("pipeline", "AsC-Eval's pipeline against the bare forward passes, and the inspector's latency")
     bundle = load_model(args.model)
     snippets = [s.source for s in load_corpus("algorithms", limit=args.snippets, min_lines=10, max_lines=60)]
     chunks = [snippets[i : i + args.batch_size] for i in range(0, len(snippets), args.batch_size)]
@@ -89,18 +91,24 @@ def main() -> None:
     lat = [a + b for _, a, b in runs]
     fig_ms = statistics.median(b for _, _, b in runs) * 1000
 
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads "
-          f"{torch.get_num_threads()}; model {bundle.name} ({bundle.n_params / 1e6:.0f}M params)")
-    print(f"corpus: {len(snippets)} algorithms functions, {n_tokens} tokens, batch size {args.batch_size}, "
-          f"{args.rounds} interleaved rounds (medians)")
-    print(f"bare forward passes : {b:7.2f} s  {n_tokens / b:7.0f} tokens/s")
-    print(f"AsC-Eval pipeline   : {p:7.2f} s  {n_tokens / p:7.0f} tokens/s")
-    print(f"overhead ratio      : {statistics.median(ratios):7.3f}  (median of per-round ratios, range "
-          f"{ratios[0]:.3f}-{ratios[-1]:.3f}; target <= 1.10)")
-    print(f"inspector, one {sixty.count(chr(10))}-line function ({ex.scores.n_tokens} tokens, {ex.tree.n_nodes} "
-          f"nodes), source text -> three views + category chart: {statistics.median(lat) * 1000:.0f} ms "
-          f"(figures {fig_ms:.0f} ms; median of 3)")
-
+    r = report.figure
+    report.section("overhead")
+    report.line(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads "
+                f"{torch.get_num_threads()}; model {bundle.name} ({bundle.n_params / 1e6:.0f}M params)")
+    report.line(f"corpus: {r('snippets', len(snippets))} algorithms functions, {r('tokens', n_tokens)} tokens, batch "
+                f"size {args.batch_size}, {args.rounds} interleaved rounds (medians)")
+    report.line(f"bare forward passes : {r('bare_s', b, '7.2f')} s  {r('bare_tokens_per_s', n_tokens / b, '7.0f')} "
+                "tokens/s")
+    report.line(f"AsC-Eval pipeline   : {r('pipeline_s', p, '7.2f')} s  "
+                f"{r('pipeline_tokens_per_s', n_tokens / p, '7.0f')} tokens/s")
+    report.line(f"overhead ratio      : {r('overhead_ratio', statistics.median(ratios), '7.3f')}  (median of per-round "
+                f"ratios, range {r('overhead_low', ratios[0], '.3f')}-{r('overhead_high', ratios[-1], '.3f')}; target "
+                "<= 1.10)")
+    report.line(f"inspector, one {r('inspector_lines', sixty.count(chr(10)))}-line function "
+                f"({r('inspector_tokens', ex.scores.n_tokens)} tokens, {r('inspector_nodes', ex.tree.n_nodes)} nodes), "
+                f"source text -> three views + category chart: {r('inspector_ms', statistics.median(lat) * 1000, '.0f')} "
+                f"ms (figures {r('inspector_figures_ms', fig_ms, '.0f')} ms; median of 3)")
+    report.write()
 
 if __name__ == "__main__":
     main()

@@ -9,6 +9,8 @@
    tasks at 1k samples (target: minutes). Features are SmolLM2-shaped (1,000 x 31 layers x 576)
    with each task's number of classes and a weak planted label; then, when a layers run exists
    (``--cached runs/layers``), on its real cached features, which are harder to fit.
+
+Written to ``docs/bench/probes.txt`` (:mod:`benchmarks.report`); the README quotes it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import os
 import statistics
 import time
 
+from benchmarks.report import Report
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -25,7 +29,7 @@ N_CLASSES = {"KTX": 10, "IDN": 4, "LEN": 5, "TYP": 2, "REA": 2, "JBL": 2, "SRI":
              "OCU": 10, "VCU": 10, "CSC": 10, "MXN": 5, "CPX": 10, "NPT": 10}
 
 
-def bench_features(model: str, n: int, rounds: int) -> None:
+def bench_features(report: Report, model: str, n: int, rounds: int) -> None:
     import torch
     from transformers.utils import logging as hf_logging
 
@@ -69,10 +73,16 @@ def bench_features(model: str, n: int, rounds: int) -> None:
     ratio_b = statistics.median(a / b for a, b in zip(times["batched"], times["one_by_one"]))
     ratio_c = statistics.median(a / c for a, c in zip(times["batched"], times["bare"]))
     med = statistics.median(times["batched"])
-    print(f"features, {model}: {len(texts)} texts, {tokens} tokens, {bundle.n_layers + 1} layers each")
-    print(f"  batched, all layers : {med:6.2f} s  {tokens / med:6.0f} tokens/s")
-    print(f"  batched / one-by-one: {ratio_b:6.3f}  (median of {rounds} interleaved rounds; < 1 = batching helps)")
-    print(f"  all layers / bare   : {ratio_c:6.3f}  (cost of returning every layer's states)")
+    r = report.figure
+    report.section("features")
+    report.line(f"features, {model}: {r('texts', len(texts))} texts, {r('tokens', tokens)} tokens, "
+                f"{r('layers', bundle.n_layers + 1)} layers each")
+    report.line(f"  batched, all layers : {r('batched_s', med, '6.2f')} s  {r('tokens_per_s', tokens / med, '6.0f')} "
+                "tokens/s")
+    report.line(f"  batched / one-by-one: {r('batched_ratio', ratio_b, '6.3f')}  (median of {rounds} interleaved "
+                "rounds; < 1 = batching helps)")
+    report.line(f"  all layers / bare   : {r('all_layers_ratio', ratio_c, '6.3f')}  (cost of returning every layer's "
+                "states)")
 
 
 def _timed_probes(x, task):
@@ -84,13 +94,14 @@ def _timed_probes(x, task):
     return result, time.perf_counter() - t
 
 
-def bench_probes(n: int, layers: int, dim: int) -> None:
+def bench_probes(report: Report, n: int, layers: int, dim: int) -> None:
     import numpy as np
 
     from probes.inspect.tasks import Task
 
     rng = np.random.default_rng(0)
     total = 0.0
+    report.section("probes")
     for name, k in N_CLASSES.items():
         y = np.repeat(np.arange(k), n // k)
         rng.shuffle(y)
@@ -102,13 +113,13 @@ def bench_probes(n: int, layers: int, dim: int) -> None:
         task = Task(name, tuple(map(str, range(k))), tuple(map(str, range(len(y)))), y, split)
         result, dt = _timed_probes(x, task)
         total += dt
-        print(f"  {name}: {k:2d} classes, {dt:5.1f} s, best layer {result.best_layer} "
-              f"accuracy {result.accuracy[result.best_layer]:.2f}")
-    print(f"probes, 15 tasks x {layers} layers x ({n} samples, {dim} dims), with control tasks: {total:.0f} s "
-          f"({total / 60:.1f} min)")
+        report.line(f"  {name}: {k:2d} classes, {report.figure(f'probe_{name.lower()}_s', dt, '5.1f')} s, best layer "
+                    f"{result.best_layer} accuracy {result.accuracy[result.best_layer]:.2f}")
+    report.line(f"probes, 15 tasks x {layers} layers x ({n} samples, {dim} dims), with control tasks: "
+                f"{report.figure('probes_s', total, '.0f')} s ({report.figure('probes_min', total / 60, '.1f')} min)")
 
 
-def bench_cached(folder: str) -> None:
+def bench_cached(report: Report, folder: str) -> None:
     """Probe training on real cached features of a layers run (``python -m probes layers --out folder``)."""
     from pathlib import Path
 
@@ -118,8 +129,9 @@ def bench_cached(folder: str) -> None:
 
     root = Path(folder)
     files = sorted(root.glob("features/*/*.npy"))
+    report.section("cached")
     if not files:
-        print(f"probes on real features: none cached under {root} (run python -m probes layers --out {root})")
+        report.line(f"probes on real features: none cached under {root} (run python -m probes layers --out {root})")
         return
     total = 0.0
     for f in files:
@@ -131,9 +143,10 @@ def bench_cached(folder: str) -> None:
         x = np.load(f)
         result, dt = _timed_probes(x, task)
         total += dt
-        print(f"  {f.parent.name[:14]:<14} {name}: {x.shape[1]} layers x {x.shape[2]} dims, {task.n} samples, "
-              f"{dt:5.1f} s (best layer {result.best_layer}, accuracy {result.accuracy[result.best_layer]:.3f})")
-    print(f"probes on real cached features: {total:.0f} s for {len(files)} (model, task) pairs")
+        report.line(f"  {f.parent.name[:14]:<14} {name}: {x.shape[1]} layers x {x.shape[2]} dims, {task.n} samples, "
+                    f"{dt:5.1f} s (best layer {result.best_layer}, accuracy {result.accuracy[result.best_layer]:.3f})")
+    report.line(f"probes on real cached features: {report.figure('cached_s', total, '.0f')} s for {len(files)} "
+                "(model, task) pairs")
 
 
 def main() -> None:
@@ -146,10 +159,12 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    print(f"torch threads {torch.get_num_threads()}")
-    bench_features(args.model, args.texts, args.rounds)
-    bench_probes(args.samples, 31, 576)
-    bench_cached(args.cached)
+    report = Report("probes", "layer features in one batched pass, and probe training for the 15 INSPECT tasks")
+    report.line(f"torch threads {torch.get_num_threads()}")
+    bench_features(report, args.model, args.texts, args.rounds)
+    bench_probes(report, args.samples, 31, 576)
+    bench_cached(report, args.cached)
+    report.write()
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ Runs ``python -m asc eval --model M --corpus humaneval --limit N`` with ``--engi
 ``--engine local`` into fresh folders, each a whole process (imports, model loads and, for Ray, starting Ray
 and its actors included), over ``--rounds`` interleaved rounds (alternating which engine goes first), prints
 the wall times and the median ratio ray/local (target on a 2-core machine: <= 1.3), and checks that the two
-run folders hold the same four tables value for value. Figures go in the README.
+run folders hold the same four tables value for value. Written to ``docs/bench/ray.txt``
+(:mod:`benchmarks.report`; Ray's worker processes count there as other work); the README quotes it.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ def main() -> None:
     import pandas as pd
 
     from asc.corpus.runs import load_run
+    from benchmarks.report import Report
 
+    report = Report("ray", f"the Ray engine ({args.workers} actors, local Ray) against the local engine, whole "
+                    "`python -m asc eval` processes")
+    report.section("rounds")
     ratios, times = [], {"ray": [], "local": []}
     for r in range(args.rounds):  # interleaved, alternating which goes first: a shared machine's noise is shared
         with tempfile.TemporaryDirectory() as tmp:
@@ -59,11 +64,15 @@ def main() -> None:
                 x = getattr(a, table).sort_values(keys).reset_index(drop=True)
                 y = getattr(b, table).sort_values(keys).reset_index(drop=True)
                 pd.testing.assert_frame_equal(x, y)
-        print(f"round {r + 1}: local {took['local']:.1f} s, ray {took['ray']:.1f} s, ratio {ratios[-1]:.2f}", flush=True)
-    print(f"{args.model}, {args.snippets} HumanEval snippets, {os.cpu_count()} cores: local engine "
-          f"{statistics.median(times['local']):.1f} s, Ray engine ({args.workers} actors, local Ray) "
-          f"{statistics.median(times['ray']):.1f} s (medians of {args.rounds}); ratio ray/local "
-          f"{statistics.median(ratios):.2f} (median of per-round ratios; target <= 1.3); the four tables are equal")
+        report.line(f"round {r + 1}: local {took['local']:.1f} s, ray {took['ray']:.1f} s, ratio {ratios[-1]:.2f}")
+    fig = report.figure
+    report.line(f"{args.model}, {args.snippets} HumanEval snippets, {os.cpu_count()} cores: local engine "
+                f"{fig('local_s', statistics.median(times['local']), '.1f')} s, Ray engine ({args.workers} actors, local "
+                f"Ray) {fig('ray_s', statistics.median(times['ray']), '.1f')} s (medians of {args.rounds}); ratio "
+                f"ray/local {fig('ratio', statistics.median(ratios), '.2f')} (median of per-round ratios; target <= 1.3); "
+                "the four tables are equal")
+    report.write()
+
 
 if __name__ == "__main__":
     main()
