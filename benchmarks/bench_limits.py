@@ -148,7 +148,7 @@ def child(model: str, path: str) -> None:
     ex, labels = inspector(source)
     total = time.perf_counter() - t0
     print(json.dumps({"seconds": total, "model_seconds": model_s[0], "tokens": ex.scores.n_tokens,
-                      "nodes": ex.tree.n_nodes, "depth": ex.tree.n_levels - 1, "bindings": ex.alignment.n_bindings,
+                      "nodes": ex.tree.n_nodes, "depth": ex.tree.n_levels - 1, "bindings": int(ex.alignment.counts().sum()),
                       "base_mb": base_mb, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                       "labels": len(labels)}))
 
