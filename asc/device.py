@@ -17,6 +17,12 @@ CPU, ``torch.cuda.mem_get_info`` on CUDA; unknown elsewhere, then nothing is che
 :class:`ModelLoadError` naming the fix (a smaller dtype, another device, a shorter window).
 :func:`logit_budget` is the bytes of fp32 logits one scoring batch may hold: today's measured
 256 MiB on the CPU, and an eighth of the free memory (at least that, at most 8 GiB) on a GPU.
+
+:func:`fast_bfloat16` says where the logit lens unembeds its inner layers in bfloat16 by default
+(:mod:`asc.lens`, precision): CUDA GPUs (tensor cores), and CPUs whose flags in ``/proc/cpuinfo`` list
+``avx512_bf16`` or ``amx_bf16`` (Intel Cooper Lake, Sapphire Rapids and later; AMD Zen 4 and later). Other
+CPUs (AVX2-only x86, Arm, and any system without ``/proc/cpuinfo``) and Apple's ``mps`` keep float32 there:
+without those instructions bfloat16 products are emulated and slower than float32.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from asc.errors import InputError, ModelLoadError
 __all__ = ["DEVICES", "DTYPES", "CPU_LOGIT_BUDGET", "check_fits", "check_names", "config_size", "dtype_bytes",
            "estimate_bytes",
            "free_bytes", "plan_placement",
-           "is_oom", "logit_budget", "model_device", "resolve"]
+           "BF16_FLAGS", "cpu_flags", "fast_bfloat16", "is_oom", "logit_budget", "model_device", "resolve"]
 
 DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -110,6 +116,30 @@ def _meminfo_available(path: Path = Path("/proc/meminfo")) -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # CPU flags of native bfloat16 products (module doc)
+
+
+def cpu_flags(path: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
+    """The CPU's feature flags from ``/proc/cpuinfo`` (empty where there is none, e.g. macOS, Windows)."""
+    try:
+        for line in path.read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return frozenset(line.split(":", 1)[1].split())
+    except (OSError, IndexError):
+        return frozenset()
+    return frozenset()
+
+
+def fast_bfloat16(device: Any, flags: frozenset[str] | None = None) -> bool:
+    """Whether bfloat16 products beat float32 on ``device``: CUDA, or a CPU with one of :data:`BF16_FLAGS`."""
+    kind = getattr(device, "type", str(device).split(":")[0])
+    if kind == "cuda":
+        return True
+    if kind != "cpu":
+        return False
+    return bool(set(BF16_FLAGS) & (cpu_flags() if flags is None else flags))
 
 
 def free_bytes(device: Any) -> int | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -189,3 +190,33 @@ def test_bfloat16_matches_float32_on_smollm2():
     full, half = load_model("smollm2-135m"), load_model("smollm2-135m", dtype="bfloat16")
     for source in snippets:
         assert_half_matches_full(explain(full, source), explain(half, source), PROB_ATOL, NODE_ATOL, CATEGORY_ATOL)
+
+
+# ------------------------------------------------------------------------------- where bfloat16 products pay off
+
+def test_fast_bfloat16_reads_the_cpus_flags(tmp_path):
+    intel = tmp_path / "intel"
+    intel.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile\n")
+    old = tmp_path / "old"
+    old.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2\n")
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd bf16\n")
+    assert dev.fast_bfloat16("cpu", dev.cpu_flags(intel))
+    assert not dev.fast_bfloat16("cpu", dev.cpu_flags(old))
+    assert not dev.fast_bfloat16("cpu", dev.cpu_flags(arm))  # Arm's bf16 is not measured here: float32 stays
+    assert dev.cpu_flags(tmp_path / "missing") == frozenset()
+    assert dev.fast_bfloat16(torch.device("cuda")) and not dev.fast_bfloat16("mps")
+
+
+def test_the_lens_unembeds_in_bfloat16_only_where_the_device_is_fast(monkeypatch, tiny):
+    from asc.lens import lens_scores
+
+    text = "def f(x):\n    return x + 1\n"
+    exact = lens_scores(tiny, text, exact=True)
+    monkeypatch.setattr("asc.lens.fast_bfloat16", lambda device: False)
+    slow_cpu = lens_scores(tiny, text)
+    monkeypatch.setattr("asc.lens.fast_bfloat16", lambda device: True)
+    fast_cpu = lens_scores(tiny, text)
+    assert np.array_equal(slow_cpu.logprob, exact.logprob, equal_nan=True)
+    assert not np.array_equal(fast_cpu.logprob[:-1], exact.logprob[:-1], equal_nan=True)
+    assert np.array_equal(fast_cpu.logprob[-1], exact.logprob[-1], equal_nan=True)  # the output stays exact
