@@ -62,7 +62,7 @@ from asc.files import check_path_text, kind_of, os_error_message
 from asc.files import shown as shown_path
 
 __all__ = ["MAX_READ_BYTES", "Refused", "Wording", "builtin_folder", "corpus_roots", "inside", "open_path",
-           "read_fd", "read_file", "read_user_file", "real_path", "resolve_roots", "walk_files"]
+           "read_fd", "read_file", "read_user_file", "read_user_lines", "real_path", "resolve_roots", "walk_files"]
 
 log = logging.getLogger(__name__)
 
@@ -263,6 +263,19 @@ def read_user_file(path: str | os.PathLike[str], max_bytes: int, what: str = "fi
         raise InputError(os_error_message(err, path)) from None
     finally:
         os.close(fd)
+
+
+def read_user_lines(path: str | os.PathLike[str], max_bytes: int, what: str, fix: str, missing: str) -> list[str]:
+    """The lines of a UTF-8 JSON-lines file a user named (:func:`read_user_file`), which must hold at least a
+    header line: :class:`~asc.errors.InputError` for text that is not UTF-8 or an empty file."""
+    data = read_user_file(path, max_bytes, what, fix=fix, missing=missing)
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path} cannot be read ({err}); it must be UTF-8 JSON lines") from None
+    if not lines:
+        raise InputError(f"{path} is empty; it needs a header line and items")
+    return lines
 
 
 def _listing(fd: int, keep_dir: Callable[[str], bool], keep_file: Callable[[str], bool]) -> tuple[list[str], list[str]]:

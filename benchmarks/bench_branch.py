@@ -21,6 +21,7 @@ import argparse
 import os
 import statistics
 import time
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -33,6 +34,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--device", default="cpu", help="cpu, cuda, ... (the GPU report runs it on cuda)")
     ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--out", type=Path, default=None, help="the file written (default: docs/bench/<bench>.txt)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own; on a CPU shared "
                     "with another busy process, 1 avoids OpenMP threads spinning against it)")
     args = ap.parse_args()
@@ -48,7 +50,7 @@ def main() -> None:
     from asc.models import load_model
     from benchmarks.report import Report
 
-    report = Report("branch", "what a branch costs from the trunk's KV cache")
+    report = Report("branch", "what a branch costs from the trunk's KV cache", out=args.out)
     if args.threads:
         torch.set_num_threads(args.threads)
     hf_logging.set_verbosity_error()

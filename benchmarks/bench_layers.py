@@ -31,6 +31,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--device", default="cpu", help="cpu, cuda, ... (the GPU report runs it on cuda)")
     ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--out", type=Path, default=None, help="the file written (default: docs/bench/<bench>.txt)")
     args = ap.parse_args()
 
     import torch
@@ -43,7 +44,7 @@ def main() -> None:
     from benchmarks.report import Report
 
     report = Report("layers", "per-layer AsC-Eval (logit lens) against one forward pass, and a --layers corpus run "
-                    "against a plain one")
+                    "against a plain one", out=args.out)
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     functions = load_corpus("algorithms", min_lines=40, max_lines=60)
@@ -72,7 +73,7 @@ def main() -> None:
                     times[key].append(time.perf_counter() - t)
         one = statistics.median(b / a for a, b in zip(times["forward"], times["layers"], strict=True))
         run = statistics.median(b / a for a, b in zip(times["run"], times["run --layers"], strict=True))
-        fig, tag = report.figure, name.split("-")[0]
+        fig, tag = report.figure, bundle.name.split("-")[0].lower()  # a folder model: its name
         med = {k: statistics.median(v) for k, v in times.items()}
         report.section(tag)
         report.line(f"{name} ({bundle.n_layers} layers, {ids.shape[1]}-token function, {len(corpus)}-snippet run, "

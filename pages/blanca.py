@@ -67,8 +67,9 @@ with st.expander("Run tasks", expanded=not sets):
             for model in models:
                 jobs.submit(JobKind.BLANCA, model, f"BLANCA: {', '.join(tasks)} ({blanca_set_name(seed=int(seed))})",
                             folder, blanca_job(tasks, folder, seed=int(seed)))
-    st.caption("The first run builds the task set (about 25 s: U scans the standard library's source); MiniLM then "
-               "scores the five tasks (about 2,500 texts) in about a minute on a 2-core CPU. R, L and F need "
+    st.caption("The first run builds the task set (U scans the standard library's source); MiniLM then embeds the "
+               "five tasks' texts (about 2,500), which takes minutes on a 2-core CPU (the measured costs per task: "
+               "`docs/bench/blanca.txt`). R, L and F need "
                "Debian's python3.11-doc (`make docs-data`); without it they are skipped and H and U still run.")
 
 
@@ -162,19 +163,19 @@ with table_tab:
                        on_click="ignore")
     show_figure(lambda: summary_bars(summary), "bars", "Main metric per task")
 
-with pairs_tab:
-    st.caption("The density of the cosine distances of positive pairs (solid) and negative pairs (dashed) per model: "
-               "a model that reads the texts as programmers do draws its solid curve left of its dashed one.")
-    for task in ("L", "F"):
-        show_figure(partial(distance_distributions, picked, task), f"distances-{task}",
-                    f"{task}, {BLANCA_TASK_TITLES[task]}", task)
-
-with regression_tab:
-    st.caption("Each pair's embedding distance against its target, one panel per model, with the least-squares line "
-               "and Pearson r (r > 0: classes closer in the hierarchy, or used alike, have closer documentation).")
-    for task in ("H", "U"):
-        show_figure(partial(regression_plot, picked, task), f"regression-{task}",
-                    f"{task}, {BLANCA_TASK_TITLES[task]}", task)
+PAIR_TABS = (
+    (pairs_tab, ("L", "F"), distance_distributions, "distances",
+     "The density of the cosine distances of positive pairs (solid) and negative pairs (dashed) per model: "
+     "a model that reads the texts as programmers do draws its solid curve left of its dashed one."),
+    (regression_tab, ("H", "U"), regression_plot, "regression",
+     "Each pair's embedding distance against its target, one panel per model, with the least-squares line "
+     "and Pearson r (r > 0: classes closer in the hierarchy, or used alike, have closer documentation)."),
+)
+for tab, pair_tasks, figure, kind, caption in PAIR_TABS:
+    with tab:
+        st.caption(caption)
+        for task in pair_tasks:
+            show_figure(partial(figure, picked, task), f"{kind}-{task}", f"{task}, {BLANCA_TASK_TITLES[task]}", task)
 
 with ranking_tab:
     ranked = picked[picked["task"] == "R"]

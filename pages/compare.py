@@ -22,7 +22,7 @@ from ui import cache, charts, gate, guards, widgets
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
-settings: widgets.Settings = st.session_state.get("settings") or widgets.default_settings()
+settings = widgets.current_settings()
 st.title("Compare models on one snippet")
 st.caption("Each model's AsC-Eval on the same syntax tree, and model A minus model B per node on a diverging "
            "scale (blue: A more confident, red: B more confident).")

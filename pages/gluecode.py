@@ -40,7 +40,7 @@ SIZES = [100, 300, 1000]  # items per task; the first is the form's default
 NULL_CAVEAT = ("NullToken labels mean *the type checker (mypy) warns here*, not proven bugs: mypy follows declared "
                "types, not execution paths.")
 
-settings: widgets.Settings = st.session_state.get("settings") or widgets.default_settings()
+settings = widgets.current_settings()
 st.title("Benchmark tasks (glueCode)")
 st.caption("Do code models need more than the function in front of them? glueCode's five tasks, from local to "
            "global: NPath complexity, a masked operator, the function's name, a masked call, and the token a type "

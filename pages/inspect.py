@@ -24,7 +24,7 @@ from ui.results import Decoding, InspectorResult
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
-settings: widgets.Settings = st.session_state.get("settings") or widgets.default_settings()
+settings = widgets.current_settings()
 st.title("Completion inspector")
 st.caption("Next-token probabilities aligned to the syntax tree (AsC-Eval), colored from red (poorly predicted) "
            "to blue (confident) on a fixed 0-1 scale (AsC-Viz). Grey: no predicted token.")

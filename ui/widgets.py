@@ -63,6 +63,12 @@ def default_settings() -> Settings:
     return Settings(model=default_model(), trust_remote_code=False, language="python", aggregate="median")
 
 
+def current_settings() -> Settings:
+    """The sidebar's settings of this session (app.py stores them), or :func:`default_settings` without the router."""
+    found = st.session_state.get("settings")
+    return found if isinstance(found, Settings) else default_settings()
+
+
 def sidebar() -> Settings:
     """The widgets every page shares; values persist across pages in ``st.session_state``."""
     with st.sidebar:

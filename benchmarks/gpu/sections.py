@@ -419,14 +419,15 @@ def lens_branch(ctx: Context) -> None:
     folder = str(saved_smollm2(ctx))
     device = ["--device", ctx.device.type, "--dtype", ctx.dtype_name]
     runs = [("benchmarks/bench_layers.py", ["--model", folder, "--snippets", "2" if ctx.dry else "8",
-                                            "--rounds", "1" if ctx.dry else "2"]),
+                                            "--rounds", "1" if ctx.dry else "2", "--out", str(ctx.work / "layers.txt")]),
             ("benchmarks/bench_branch.py", ["--model", folder, "--rounds", "1" if ctx.dry else "3",
-                                            "--tokens", "8" if ctx.dry else "64"])]
+                                            "--tokens", "8" if ctx.dry else "64", "--out", str(ctx.work / "branch.txt")])]
     failed = []
     for script, args in runs:
         proc = subprocess.run([sys.executable, script, *args, *device], capture_output=True, text=True, cwd=ROOT)
-        ctx.lines += [f"`{script} {' '.join(args[2:] + device)}` (SmolLM2 shape, random weights):", "", "```",
-                      *(proc.stdout.strip().splitlines() or ["(no output)"]), "```", ""]
+        ctx.lines += [f"`{script} {' '.join(args[2:-2] + device)}` (SmolLM2 shape, random weights):", "", "```",
+                      *([line for line in proc.stdout.strip().splitlines() if not line.startswith("written to")]
+                        or ["(no output)"]), "```", ""]
         if proc.returncode:
             failed.append(f"{script}: {proc.stderr[-1500:]}")
     if failed:

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from asc.atomic import write_atomic
-from asc.confined import MAX_READ_BYTES, read_user_file
+from asc.confined import MAX_READ_BYTES, read_user_lines
 from asc.errors import InputError
 
 __all__ = ["BLANCA_FORMAT", "BLANCA_SPLITS", "BLANCA_TASKS", "BLANCA_TASK_TITLES", "BlancaItem", "PairItem",
@@ -191,15 +191,9 @@ def _header(row: Any, path: Path) -> dict:
 def load_items(path: str | Path) -> tuple[dict, list[BlancaItem]]:
     """The header and the items of a task file; any problem is an :class:`InputError` naming the line."""
     path = Path(path)
-    data = read_user_file(path, MAX_READ_BYTES, "task file", fix="give a BLANCA task file (JSON lines)",
+    lines = read_user_lines(path, MAX_READ_BYTES, "task file", fix="give a BLANCA task file (JSON lines)",
                           missing=f"{path}: no such BLANCA task file; build one or convert your data (see "
                                   "probes.blanca.items)")
-    try:
-        lines = data.decode("utf-8").splitlines()
-    except UnicodeDecodeError as err:
-        raise InputError(f"{path} cannot be read ({err}); it must be UTF-8 JSON lines") from None
-    if not lines:
-        raise InputError(f"{path} is empty; it needs a header line and items")
     header: dict = {}
     items: list[BlancaItem] = []
     seen: set[str] = set()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from asc.atomic import write_atomic
-from asc.confined import MAX_READ_BYTES, read_user_file
+from asc.confined import MAX_READ_BYTES, read_user_lines
 from asc.errors import InputError
 
 __all__ = ["CONTEXTS", "FORMAT", "MASK", "NO_WARNING", "NPATH_BUCKETS", "OPERATORS", "SPLITS", "TASKS", "TASK_SUMMARY", "Item",
@@ -146,14 +146,8 @@ def _check(item: dict, where: str) -> Item:
 def load_items(path: str | Path) -> tuple[dict, list[Item]]:
     """The header and the items of a task file; any problem is an :class:`InputError` naming the line."""
     path = Path(path)
-    data = read_user_file(path, MAX_READ_BYTES, "task file", fix="give a glueCode task file (JSON lines)",
+    lines = read_user_lines(path, MAX_READ_BYTES, "task file", fix="give a glueCode task file (JSON lines)",
                           missing=f"{path}: no such task file; build one with `python -m probes gluecode build`")
-    try:
-        lines = data.decode("utf-8").splitlines()
-    except UnicodeDecodeError as err:
-        raise InputError(f"{path} cannot be read ({err}); it must be UTF-8 JSON lines") from None
-    if not lines:
-        raise InputError(f"{path} is empty; it needs a header line and items")
     rows = []
     for n, line in enumerate(lines, 1):
         try:

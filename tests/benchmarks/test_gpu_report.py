@@ -17,6 +17,7 @@ from tests.helpers import ROOT
 
 @pytest.mark.slow
 def test_the_dry_run_reports_every_section(tmp_path: Path):
+    bench_files = {p: p.read_bytes() for p in (ROOT / "docs" / "bench").glob("*.txt")}
     env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable}
     proc = subprocess.run([str(ROOT / "benchmarks" / "gpu" / "run.sh"), "--dry"], capture_output=True, text=True,
                           env=env, timeout=900, check=False)
@@ -32,6 +33,8 @@ def test_the_dry_run_reports_every_section(tmp_path: Path):
     assert "| smollm2-135m: pipeline speed / bare speed |" in text and "## placement: ok" in text
     assert "OOM halving" in text and "halved" in text
     assert "every section ran" in proc.stdout
+    # the benchmarks it runs write their files into the run's scratch folder, never over make bench's figures
+    assert {p: p.read_bytes() for p in (ROOT / "docs" / "bench").glob("*.txt")} == bench_files
 
 
 def test_a_failing_section_is_reported_and_the_rest_run(tmp_path: Path, monkeypatch):
