@@ -1,0 +1,9 @@
+"""Why this token? Attribution and interventions on the syntax tree (issue 30).
+
+- :mod:`asc.why.corrupt`: corruptions that keep code valid (rename an identifier, swap an operator within
+  its class, replace a literal, remove a docstring or comment), each checked to parse with no new ERROR node.
+- :mod:`asc.why.attribute`: what in the prompt a prediction used: gradient x input, integrated gradients
+  (Captum) and syntax-aware occlusion, aggregated to AST nodes and categories.
+- :mod:`asc.why.patching`: activation patching, clean residual streams restored inside a corrupted run,
+  layer x node.
+"""
