@@ -53,8 +53,10 @@ docs-data:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3.11-doc >/dev/null; \
 	  else echo "python3.11-doc is missing and we are not root: the BLANCA FAQ tests will be skipped"; fi; }
 
-# two workers (not --dist loadgroup: pytest-xdist 3.8 ignores its groups under pytest 9.2, pytest-xdist#1386)
-XDIST := -n 2
+# two workers (not --dist loadgroup: pytest-xdist 3.8 ignores its groups under pytest 9.2, pytest-xdist#1386);
+# worksteal: a worker that runs out of tests takes the rest of the other's queue (the slow browser tests are uneven);
+# each worker's torch gets one thread per core it owns (tests/conftest.py)
+XDIST := -n 2 --dist worksteal
 
 test: setup browser docs-data lint
 	$(PY) -m pytest -q $(XDIST) --durations=30

@@ -191,7 +191,11 @@ def _start_ray(address: str, progress: bool) -> bool:
 
     if ray.is_initialized():
         return False
-    ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    try:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    except ConnectionError as err:  # an OSError without a file name: said as the cluster's, not as a file's
+        raise CorpusError(f"the Ray cluster at {address} cannot be reached ({str(err)[:200]}): check that it runs "
+                          "(`ray status` on its head) and that ASC_RAY_ADDRESS or --address names it") from None
     import ray.data
 
     ray.data.DataContext.get_current().enable_progress_bars = progress

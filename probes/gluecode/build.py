@@ -146,22 +146,23 @@ def build_task_sets(tasks: Sequence[str], corpus_spec: str, size: int = 1000, se
         _check_task(task, size)
     snippets = load_corpus(corpus_spec, roots=roots)
     files = corpus_files(corpus_spec, roots)
+    parsed: dict[int, Any] = {}  # each snippet's function node, parsed once for all the tasks
     out = {}
     for task in tasks:
         report: dict = {}
         items = build_items_from(task, snippets, files, size=size, seed=seed, contexts=contexts, report=report,
-                                 mask_strings=mask_strings)
+                                 mask_strings=mask_strings, parsed=parsed)
         out[task] = (items, build_provenance(task, corpus_spec, items, size=size, seed=seed, contexts=contexts,
                                              report=report))
     return out
 
 
 def _function(task: str, i: int, snip: Snippet, files: CorpusFiles | None, contexts: bool,
-              skipped: Counter[str]) -> _Fn | None:
+              skipped: Counter[str], parsed: dict[int, Any]) -> _Fn | None:
     if snip.language != "python":
         skipped["not Python"] += 1
         return None
-    func = function_node(snip.source)
+    func = parsed[i] if i in parsed else parsed.setdefault(i, function_node(snip.source))  # read-only below
     if func is None or MASK in snip.source:
         skipped["does not parse as a function" if func is None else f"holds {MASK}"] += 1
         return None
@@ -291,15 +292,18 @@ def _make_item(task: str, fn: _Fn, cls: str, site: Site | None, files: CorpusFil
 
 def build_items_from(task: str, snippets: Sequence[Snippet], files: CorpusFiles | None, *, size: int = 1000,
                      seed: int = 0, contexts: bool = True, report: dict | None = None,
-                     mask_strings: bool = True) -> list[Item]:
+                     mask_strings: bool = True, parsed: dict[int, Any] | None = None) -> list[Item]:
     """:func:`build_items` over given snippets; ``files`` (:func:`corpus_files`, may be shared by several builds)
-    reads their origin files (None: no files, the file context is the function itself)."""
+    reads their origin files (None: no files, the file context is the function itself). ``parsed`` (snippet index
+    -> function node) may be shared by builds over the same ``snippets``: each is then parsed once."""
     start = time.perf_counter()
     classes = _check_task(task, size)
     want = size // len(classes)
     rng = np.random.default_rng([seed, TASKS.index(task)])
     skipped: Counter[str] = Counter()
-    fns = [fn for i, s in enumerate(snippets) if (fn := _function(task, i, s, files, contexts, skipped)) is not None]
+    parsed = {} if parsed is None else parsed
+    fns = [fn for i, s in enumerate(snippets)
+           if (fn := _function(task, i, s, files, contexts, skipped, parsed)) is not None]
     orders = {s: _order([f for f in fns if f.split == s], rng, task) for s in SPLITS}
     caps = {s: _capacity(orders[s], classes, want) for s in SPLITS}
     k_dev = min(caps["dev"], want - min(caps["test"], want // 2))

@@ -143,6 +143,11 @@ def test_an_address_that_does_not_answer_fails_its_job_in_time_and_frees_the_que
 def test_a_local_auto_is_looked_up_once_and_checked_in_time(monkeypatch, tmp_path, silent):
     pytest.importorskip("ray")
     _plant(monkeypatch, tmp_path, f"127.0.0.1:{silent.port}")
+    # auto prefers the planted file, but a Ray another test started on this machine meanwhile (other xdist worker)
+    # is found by its running GCS: hide those, the file is what this test is about
+    from ray._private import services
+
+    monkeypatch.setattr(services, "find_gcs_addresses", lambda: [])
     monkeypatch.setattr(engines, "CONNECT_TIMEOUT_S", TIMEOUT, raising=False)
     monkeypatch.setenv("ASC_RAY_ADDRESS", "auto")
     ran: list = []
@@ -193,3 +198,17 @@ def test_a_shared_server_refuses_addresses_another_user_can_steer(address):
     with pytest.raises(CorpusError, match="refused on a shared server"):
         engines.check_shared_address(address)
     engines.check_shared_address("10.0.0.5:6379")  # an explicit cluster address is the admin's choice
+
+
+def test_a_cluster_that_refuses_ray_init_is_named_as_the_cluster_not_as_a_file(monkeypatch, tmp_path):
+    import sys
+    import types
+
+    def init(address=None, **kwargs):
+        raise ConnectionError(f"failed to connect to ray cluster at {address}")
+
+    fake = types.SimpleNamespace(is_initialized=lambda: False, init=init, shutdown=lambda: None)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with pytest.raises(CorpusError, match=r"^the Ray cluster at local cannot be reached \(failed to connect") as err:
+        engines._start_ray("local", progress=False)
+    assert "ray status" in str(err.value) and "\n" not in str(err.value)
