@@ -38,8 +38,17 @@ import numpy as np
 
 from asc.errors import InputError
 from asc.syntax import SyntaxTree, parse
-from asc.why.rewrites import (Grammar, docstrings, fresh_names, grammar, literal_replacement, operator_alternatives,
-                              operator_nodes, removal_edit, word_in)
+from asc.why.rewrites import (
+    Grammar,
+    docstrings,
+    fresh_names,
+    grammar,
+    literal_replacement,
+    operator_alternatives,
+    operator_nodes,
+    removal_edit,
+    word_in,
+)
 
 __all__ = ["KINDS", "Corruption", "CorruptionSpec", "Edit", "apply_edits", "corrupt", "node_corruptions",
            "parse_spec"]
