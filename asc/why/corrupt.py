@@ -17,21 +17,26 @@ the other (character offsets in the clean source, sorted, not overlapping). Kind
     every docstring (comment) of the snippet, or the one(s) on LINE, removed.
 
 The check (every corruption, :func:`corrupt` and :func:`node_corruptions` alike): the corrupted text is parsed
-again and must have no more ERROR or MISSING nodes than the clean one; a rename, a swap or a literal must also
+again and must have no more ERROR or MISSING nodes than the clean one, and, for Python code that Python's own
+parser takes (:func:`ast.parse`), Python must take it too (tree-sitter accepts ``None = 1``); a rename, a swap or a literal must also
 leave the named nodes' tree unchanged (same types at the same depths in pre-order), so that ``a + b * c`` never
 becomes ``a ** b * c`` grouped another way. A user's corruption that fails it is an
 :class:`~asc.errors.InputError` naming the fix; an operator tries the next of its class first.
 
 :func:`node_corruptions` neutralizes one node for syntax-aware occlusion: an identifier gets a fresh name at that
 one occurrence, an operator its opposite, a literal another value, a comment or docstring is removed and a
-statement (a named child of a block or module) becomes ``pass`` (Java: ``;``); other nodes, and any of these
-whose result fails the check, get None.
+statement (a named child of a block or module) becomes ``pass`` (Java: ``;``) and a compound expression (a call,
+an attribute, an operation, a display, a comprehension...) ``None`` (Java: ``null``); other nodes (punctuation,
+keywords, parameter lists...) and any of these whose result fails the check (``None = 1``) get None.
 """
 
 from __future__ import annotations
 
+import ast
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -180,11 +185,25 @@ def _skeleton(tree: SyntaxTree) -> tuple[tuple[str, ...], bytes]:
     return tuple(_SAME_TYPE.get(tree.type[i], tree.type[i]) for i in named), tree.depth[named].tobytes()
 
 
+@lru_cache(maxsize=16)
+def _python_parses(text: str) -> bool:
+    """Whether Python's own parser (:func:`ast.parse`) takes ``text`` (stricter than tree-sitter: ``None = 1``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escape sequences warn
+        try:
+            ast.parse(text)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return False
+    return True
+
+
 def _problem(tree: SyntaxTree, corrupted: str, same_shape: bool) -> str | None:
     """Why ``corrupted`` fails the check against the clean ``tree`` (module doc), None when it passes."""
     new = parse(corrupted, tree.language)
     if _n_errors(new) > _n_errors(tree):
         return "it would not parse"
+    if tree.language == "python" and _python_parses(tree.source) and not _python_parses(corrupted):
+        return "Python would not parse it"
     if same_shape and _skeleton(new) != _skeleton(tree):
         return "the code would group differently"
     return None
@@ -209,9 +228,13 @@ def _position(source: str, line: int, col: int, spec: str) -> int:
     return sum(len(t) + 1 for t in lines[: line - 1]) + col - 1
 
 
+def _line(source: str, offset: int) -> int:
+    return source.count("\n", 0, offset) + 1
+
+
 def _where(source: str, offset: int) -> str:
-    line = source.count("\n", 0, offset) + 1
-    return f"{line}:{offset - (source.rfind(chr(10), 0, offset) + 1) + 1}"
+    """``LINE:COL`` (1-based, as editors show them) of a character offset."""
+    return f"{_line(source, offset)}:{offset - (source.rfind(chr(10), 0, offset) + 1) + 1}"
 
 
 def _at(tree: SyntaxTree, nodes: list[int], spec: CorruptionSpec, what: str) -> int:
@@ -221,11 +244,11 @@ def _at(tree: SyntaxTree, nodes: list[int], spec: CorruptionSpec, what: str) -> 
     hits = [i for i in nodes if tree.start[i] <= off < tree.end[i]]
     if hits:
         return max(hits, key=lambda i: int(tree.depth[i]))
-    here = [i for i in nodes if _where(tree.source, int(tree.start[i])).split(":")[0] == str(spec.line)]
+    here = [i for i in nodes if _line(tree.source, int(tree.start[i])) == spec.line]
     if here:
         listed = ", ".join(f"{tree.text(i, 20)!r} at {_where(tree.source, int(tree.start[i]))}" for i in here[:12])
         raise InputError(f"no {what} at {spec.line}:{spec.col}; on line {spec.line}: {listed}")
-    lines = sorted({int(_where(tree.source, int(tree.start[i])).split(":")[0]) for i in nodes})
+    lines = sorted({_line(tree.source, int(tree.start[i])) for i in nodes})
     raise InputError(f"no {what} on line {spec.line}; "
                      + (f"lines with one: {', '.join(map(str, lines[:20]))}" if lines else "the snippet has none"))
 
@@ -301,6 +324,8 @@ def corrupt(source: str, spec: CorruptionSpec | str, language: str = "python", t
     """``source`` corrupted as ``spec`` says (module doc), checked; ``tokenizer``: the model's, so that a fresh name
     keeps the snippet's token count. An :class:`InputError` naming the fix for a bad name, position or spec."""
     spec = parse_spec(spec) if isinstance(spec, str) else spec
+    if spec.kind not in KINDS:
+        raise InputError(f"unknown corruption kind {spec.kind!r}: write one of {_SPELLING}")
     g = grammar(language)
     tree = parse(source, language)
     if spec.kind == "rename":
@@ -324,11 +349,10 @@ def corrupt(source: str, spec: CorruptionSpec | str, language: str = "python", t
         raise InputError(f"{language} has no docstrings: corrupt with comment (documentation comments are comments)")
     found = docstrings(tree) if spec.kind == "docstring" else [i for i in range(tree.n_nodes)
                                                                if tree.type[i] in g.comments]
-    nodes = [i for i in found if spec.line is None or
-             int(_where(source, int(tree.start[i])).split(":")[0]) <= spec.line
-             <= int(_where(source, int(tree.end[i])).split(":")[0])]
+    nodes = [i for i in found if spec.line is None
+             or _line(source, int(tree.start[i])) <= spec.line <= _line(source, int(tree.end[i]))]
     if not nodes:
-        lines = sorted({int(_where(source, int(tree.start[i])).split(":")[0]) for i in found})
+        lines = sorted({_line(source, int(tree.start[i])) for i in found})
         raise InputError(f"no {spec.kind} {'in the snippet' if spec.line is None else f'on line {spec.line}'}; "
                          + (f"lines with one: {', '.join(map(str, lines[:20]))}" if lines else
                             f"choose another corruption: {_SPELLING}"))
@@ -339,11 +363,12 @@ def corrupt(source: str, spec: CorruptionSpec | str, language: str = "python", t
     return c
 
 
-def _statement(tree: SyntaxTree, g: Grammar, node: int) -> Corruption | None:
-    if tree.text(node).strip() == g.empty_statement:
+def _blank(tree: SyntaxTree, node: int, kind: str, new: str) -> Corruption | None:
+    """``node``'s text replaced by ``new`` (a statement by ``pass``, an expression by ``None``), when valid."""
+    if tree.text(node).strip() == new:
         return None
-    c = _make(tree, "statement", f"{tree.type[node]} at {_where(tree.source, int(tree.start[node]))} to "
-              f"{g.empty_statement!r}", [(int(tree.start[node]), int(tree.end[node]), g.empty_statement)])
+    c = _make(tree, kind, f"{tree.type[node]} at {_where(tree.source, int(tree.start[node]))} to {new!r}",
+              [(int(tree.start[node]), int(tree.end[node]), new)])
     return c if _problem(tree, c.corrupted, same_shape=False) is None else None
 
 
@@ -370,5 +395,7 @@ def node_corruptions(tree: SyntaxTree, node: int, tokenizer: Any = None) -> Corr
     if t in g.literals:
         return _literal(tree, g, node, None)
     if parent >= 0 and tree.named[node] and tree.type[parent] in g.blocks:
-        return _statement(tree, g, node)
+        return _blank(tree, node, "statement", g.empty_statement)
+    if t in g.expressions:
+        return _blank(tree, node, "expression", g.neutral)
     return None

@@ -31,6 +31,7 @@ import builtins
 import keyword
 import random
 import re
+import weakref
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from asc.errors import InputError
 from asc.syntax import SyntaxTree
 
 __all__ = ["GRAMMARS", "Grammar", "docstrings", "fresh_names", "grammar", "literal_replacement", "operator_alternatives",
@@ -80,6 +82,8 @@ class Grammar:
     reserved: frozenset[str]  # keywords and builtins a fresh name must not be
     blocks: frozenset[str]  # node types whose named children are statements
     empty_statement: str  # what stands for a removed statement that must leave one
+    expressions: frozenset[str]  # compound expressions occlusion may replace by ``neutral``
+    neutral: str  # the expression with no content: None / null
 
 
 GRAMMARS: dict[str, Grammar] = {
@@ -94,6 +98,12 @@ GRAMMARS: dict[str, Grammar] = {
         reserved=frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins)),
         blocks=frozenset({"module", "block"}),
         empty_statement="pass",
+        expressions=frozenset({"call", "attribute", "subscript", "binary_operator", "unary_operator",
+                               "comparison_operator", "boolean_operator", "not_operator", "parenthesized_expression",
+                               "list", "tuple", "dictionary", "set", "list_comprehension", "dictionary_comprehension",
+                               "set_comprehension", "generator_expression", "conditional_expression", "lambda",
+                               "await", "concatenated_string"}),
+        neutral="None",
     ),
     "java": Grammar(
         identifiers=frozenset({"identifier", "type_identifier"}),
@@ -108,13 +118,17 @@ GRAMMARS: dict[str, Grammar] = {
         reserved=_JAVA_KEYWORDS | frozenset({"String", "Object", "System", "Math", "Integer", "List", "Map"}),
         blocks=frozenset({"program", "block", "class_body", "constructor_body"}),
         empty_statement=";",
+        expressions=frozenset({"method_invocation", "field_access", "array_access", "binary_expression",
+                               "unary_expression", "parenthesized_expression", "object_creation_expression",
+                               "array_creation_expression", "lambda_expression", "ternary_expression",
+                               "cast_expression", "instanceof_expression"}),
+        neutral="null",
     ),
 }
 
 
 def grammar(language: str) -> Grammar:
-    from asc.errors import InputError
-
+    """The :class:`Grammar` of ``language``, or an :class:`InputError` listing those known."""
     if language not in GRAMMARS:
         raise InputError(f"corruptions know no language {language!r}; choose one of: {', '.join(GRAMMARS)}")
     return GRAMMARS[language]
@@ -143,14 +157,22 @@ def _shaped(name: str, rng: random.Random) -> str:
     return "".join(out)
 
 
-def _vocabulary_words(tokenizer: Any) -> list[str]:
-    """Lower-case ASCII words of 3-10 letters that the tokenizer has as a token both alone and after a space."""
-    from asc.scores import vocab_text
+_WORDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    table = vocab_text(tokenizer)
-    spaced = {t[1:] for t in table if t.startswith(" ")}
-    return sorted(w for w in set(table) if 3 <= len(w) <= 10 and w.isascii() and w.isalpha() and w.islower()
-                  and w in spaced)
+
+def _vocabulary_words(tokenizer: Any) -> list[str]:
+    """Lower-case ASCII words of 3-10 letters that the tokenizer has as a token both alone and after a space
+    (computed once per tokenizer)."""
+    words = _WORDS.get(tokenizer)
+    if words is None:
+        from asc.scores import vocab_text
+
+        table = vocab_text(tokenizer)
+        spaced = {t[1:] for t in table if t.startswith(" ")}
+        words = sorted(w for w in set(table) if 3 <= len(w) <= 10 and w.isascii() and w.isalpha() and w.islower()
+                       and w in spaced)
+        _WORDS[tokenizer] = words
+    return words
 
 
 def _styled(name: str, words: list[str]) -> str:

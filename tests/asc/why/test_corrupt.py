@@ -121,7 +121,7 @@ def test_a_renamed_identifier_keeps_no_occurrence_of_its_old_name(stdlib, data):
                                          if clean.type[i] == "identifier")
     assert len(fresh) == len(name) and all(a.isupper() == b.isupper() and a.isdigit() == b.isdigit()
                                            for a, b in zip(name, fresh, strict=True))  # the name's shape
-    assert fresh not in source
+    assert not re.search(rf"(?<!\w){fresh}(?!\w)", source)  # a word the snippet did not have
 
 
 @SETTINGS
@@ -261,6 +261,10 @@ def test_node_corruptions_neutralize_one_node():
     assert ret is not None and "    pass\n" in ret.corrupted
     assert node_corruptions(tree, node("parameters", "(a, b=0x1F)")) is None
     assert node_corruptions(tree, node("none", "None")) is None
+    call = parse("y = f(a)\ndel x.z\n")
+    made = [node_corruptions(call, i) for i in range(call.n_nodes) if call.type[i] in {"call", "attribute"}]
+    assert made[0] is not None and made[0].corrupted == "y = None\ndel x.z\n"
+    assert not parse("del None\n").has_error and made[1] is None  # tree-sitter takes del None, Python does not
 
 
 # ------------------------------------------------------------------------------------------- specs and errors
