@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import ast
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -265,7 +265,7 @@ def _rename(tree: SyntaxTree, g: Grammar, spec: CorruptionSpec, tokenizer: Any) 
         if not spec.new.isidentifier() or spec.new in g.reserved or word_in(spec.new, tree.source):
             raise InputError(f"cannot rename {name!r} to {spec.new!r}: give a valid identifier that is no keyword "
                              "or builtin and not in the snippet yet, or leave NEW out for a fresh name")
-        candidates: list[str] | Any = [spec.new]
+        candidates: Iterable[str] = [spec.new]
     else:
         candidates = fresh_names(name, tree.source, g.reserved, tokenizer)
     want = _token_count(tokenizer, tree.source) if tokenizer is not None else None
@@ -313,9 +313,8 @@ def _literal(tree: SyntaxTree, g: Grammar, node: int, new: str | None) -> Corrup
 def _removal(tree: SyntaxTree, g: Grammar, kind: str, nodes: list[int]) -> Corruption | None:
     if not nodes:
         return None
-    what = "docstring" if kind == "docstring" else "comment"
     where = ", ".join(_where(tree.source, int(tree.start[i])) for i in nodes[:8])
-    c = _make(tree, kind, f"remove {len(nodes)} {what}{'s' if len(nodes) > 1 else ''} (at {where})",
+    c = _make(tree, kind, f"remove {len(nodes)} {kind}{'s' if len(nodes) > 1 else ''} (at {where})",
               [removal_edit(tree, i, g) for i in nodes])
     return c if _problem(tree, c.corrupted, same_shape=False) is None else None
 
