@@ -32,10 +32,14 @@ SHOWN = 120_000  # ms an element may take to show on a loaded 2-core machine (a 
 MODEL_RUN = 420_000  # ms for what a model run in the app produces (SmolLM2 or Gemma on the CPU, a one-click demo)
 
 #: Counts, in ``window.__ascRunsDone``, the script runs (and fragment runs) that finished in this page: every change
-#: of the app's ``data-test-script-state`` away from ``running``.
+#: of the app's ``data-test-script-state`` away from ``running``; ``window.__ascRunsStarted`` the other changes
+#: (towards a run: ``rerunRequested``, ``running``).
 _COUNT_RUNS = """
 new MutationObserver(records => {
-  for (const r of records) if (r.oldValue === 'running') window.__ascRunsDone = (window.__ascRunsDone || 0) + 1;
+  for (const r of records) {
+    if (r.oldValue === 'running') window.__ascRunsDone = (window.__ascRunsDone || 0) + 1;
+    else window.__ascRunsStarted = (window.__ascRunsStarted || 0) + 1;  // a change towards running
+  }
 }).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
                       attributeFilter: ['data-test-script-state']});
 """
@@ -133,6 +137,28 @@ def rerun(page, action: Callable[[], object], timeout: float = SHOWN) -> None:
     before = page.evaluate("window.__ascRunsDone || 0")
     action()
     page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=before, timeout=timeout)
+
+
+def click_point(page, point, timeout: float = SHOWN, tries: int = 3) -> None:
+    """Click a plotly chart's ``point`` (a locator) and wait for the run the selection starts, as :func:`rerun`.
+
+    A click that lands while plotly is still wiring a freshly drawn chart (a loaded machine) selects nothing and
+    starts no run, and waiting for its run would wait forever: when no run has started ``timeout / tries`` after a
+    click, the point is clicked again (safe: nothing was selected). Once a run has started, it is waited for."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    done = page.evaluate("window.__ascRunsDone || 0")
+    started = page.evaluate("window.__ascRunsStarted || 0")
+    for attempt in range(tries):
+        point.click(force=True)
+        try:
+            page.wait_for_function("([s, d]) => (window.__ascRunsStarted || 0) > s || (window.__ascRunsDone || 0) > d",
+                                   arg=[started, done], timeout=timeout / tries)
+            break
+        except PlaywrightTimeout:  # no run started: the click selected nothing
+            if attempt == tries - 1:
+                raise
+    page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=done, timeout=timeout)
 
 
 def choose(page, key: str, typed: str, option: re.Pattern | str, timeout: float = SHOWN) -> None:

@@ -30,6 +30,7 @@ from tests.browser import (
     SHOWN,
     choose,
     chromium,
+    click_point,
     free_port,
     has_chromium,
     idle,
@@ -144,7 +145,7 @@ def test_inspector_in_chromium(server, browser):
     tree = page.locator(".st-key-tree_partial")
     _drawn(tree)
     point = tree.locator(".scatterlayer .trace").nth(1).locator("path.point").nth(2)
-    rerun(page, lambda: point.click(force=True))
+    click_point(page, point)
     expect(page.get_by_text(re.compile(r"^Node \d+: "))).to_be_visible(timeout=SHOWN)
     expect(page.locator("pre.asc-seq span[style*='outline:2px']").first).to_be_visible(timeout=SHOWN)
     tree.screenshot(path=str(OUT / "inspector-tree.png"))
@@ -236,7 +237,7 @@ def test_inspector_branches_in_chromium(server, browser):
     expect(page.locator(".st-key-br_diff [data-testid='stDataFrame']")).to_have_count(1)  # the nodes that differ
     page.locator(".st-key-br_compare").screenshot(path=str(OUT / "inspector-branch-compare.png"))
 
-    rerun(page, lambda: points.nth(0).click(force=True))  # open the trunk again from the branch tree
+    click_point(page, points.nth(0))  # open the trunk again from the branch tree
     expect(page.get_by_text(re.compile(r"^Branch 1: "))).to_have_count(0)
     shown = page.locator(".st-key-br_open_pick input[role='combobox']")  # "Showing": the trunk
     expect(shown).to_have_value(re.compile("trunk"))
