@@ -1,0 +1,192 @@
+"""What in the prompt a prediction used: gradient x input, integrated gradients and occlusion, per token, per AST
+node and per category.
+
+``attribute(bundle, source, target, method)`` explains one :class:`~asc.why.targets.Target` (a token's
+log-probability, a node's mean, or a contrast) with one of:
+
+``"grad"``: gradient x input (Captum's ``InputXGradient``) on the input embeddings: ``e_t . d target / d e_t``,
+    one forward and one backward pass.
+``"ig"``: integrated gradients (Captum's ``IntegratedGradients``) on the input embeddings, from ``baseline`` along
+    the straight path, ``steps`` points of Captum's default rule, Gauss-Legendre (default 16), batched under a
+    token budget. Complete up to the quadrature's error: the attributions sum to ``value - baseline_value``
+    (both in the result, so the gap can be checked from the output alone: :attr:`Attribution.delta`).
+``"occlusion"``: syntax-aware occlusion (:mod:`asc.why.occlusion`): each node's prompt tokens replaced in turn,
+    ``value`` minus the target then; per node, no per-token values.
+
+Baselines (``baseline``): ``"zero"`` (default; the zero vector at every attributed position, the common choice and
+Captum's) or ``"pad"`` (the embedding of the tokenizer's pad token, else its end-of-sequence token). Special tokens
+(a BOS) and the target node's own tokens are held at their embeddings on the whole path, so their attribution is
+none (NaN), and tokens from the target on are never attributed (NaN).
+
+Aggregation: a token's attribution is summed over the embedding dimension. A node's is the sum over the tokens
+AsC-Eval binds to it (:meth:`asc.align.Alignment.segment_sum`, NaN tokens left out; NaN when none of its tokens
+has one): a token that spans two nodes (``"):"``) counts in full in each node it is bound to, and every
+ancestor's sum includes its descendants'. A category's is the sum over the tokens bound to at least one node of
+the category (each token once per category; categories overlap where nodes nest: an identifier inside a return
+statement counts for Natural Language and for Scope); its share is the sum of those tokens' absolute
+attributions over the sum of all prompt tokens' (so shares need not add up to 1). NaN: no attributed token.
+Occlusion has no per-token values: its nodes and categories are occluded directly (:mod:`asc.why.occlusion`).
+
+Precision: the path and the sums are float32 (accumulated in float64) on the model's device; the model runs in its
+own dtype (a float32 copy of half weights would double their memory), so on half models completeness is as good
+as their arithmetic: compare ``delta`` with the value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from asc.errors import InputError
+from asc.explain import Explanation, explain
+from asc.models import ModelBundle
+from asc.why.occlusion import occlude
+from asc.why.targets import BASELINES, Target, baseline_embeddings, embed, prompt_mask, target_forward, token_target
+
+__all__ = ["DEFAULT_STEPS", "METHODS", "Attribution", "aggregate", "attribute"]
+
+METHODS = ("grad", "ig", "occlusion")
+DEFAULT_STEPS = 16
+_PATH_TOKENS = 4096  # tokens per batched forward + backward of integrated gradients (rows x prompt length)
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """One target's attributions over a snippet (module doc).
+
+    ``token_attr`` (T,) per token of the snippet (NaN: not attributed); ``node_attr`` (N,) per node of
+    ``explanation.tree``; ``category_attr`` and ``category_share`` per category of the mapping. ``value`` is the
+    target at the input, ``baseline_value`` at the baseline (NaN for grad and occlusion), ``steps`` the path's
+    points (0 for grad, the variants run for occlusion)."""
+
+    method: str
+    target: Target
+    value: float
+    baseline_value: float
+    steps: int
+    baseline: str
+    token_attr: np.ndarray
+    node_attr: np.ndarray
+    category_attr: dict[str, float]
+    category_share: dict[str, float]
+    explanation: Explanation
+
+    @property
+    def delta(self) -> float:
+        """Completeness gap of integrated gradients: sum of token attributions - (value - baseline_value)."""
+        return float(np.nansum(self.token_attr) - (self.value - self.baseline_value))
+
+    def top_nodes(self, k: int = 10, named_only: bool = True) -> list[tuple[int, float]]:
+        """The ``k`` nodes with the largest absolute attribution (named nodes by default), largest first."""
+        t = self.explanation.tree
+        ok = ~np.isnan(self.node_attr) & (t.named | (not named_only)) & (t.parent >= 0)
+        order = sorted(np.flatnonzero(ok).tolist(), key=lambda i: (-abs(self.node_attr[i]), int(t.start[i])))
+        return [(i, float(self.node_attr[i])) for i in order[:k]]
+
+    def to_dict(self) -> dict:
+        """``explain --json``'s layout with ``attribution`` on every token and node (null where none),
+        ``categories_attribution`` and ``target`` (the layout of ``python -m asc attribute --json``)."""
+        doc = self.explanation.to_dict()
+        for tok, v in zip(doc["tokens"], self.token_attr.tolist(), strict=True):
+            tok["attribution"] = _num(v)
+        for node, v in zip(doc["nodes"], self.node_attr.tolist(), strict=True):
+            node["attribution"] = _num(v)
+        doc["categories_attribution"] = {c: _num(v) for c, v in self.category_attr.items()}
+        doc["categories_attribution_share"] = {c: _num(v) for c, v in self.category_share.items()}
+        tg = self.target
+        doc["target"] = {"index": tg.index, "text": tg.text, "logprob": _num(tg.logprob), "node": tg.node,
+                         "contrast": tg.contrast, "contrast_id": tg.contrast_id, "value": _num(self.value),
+                         "method": self.method, "steps": self.steps, "baseline": self.baseline,
+                         "baseline_value": _num(self.baseline_value)}
+        return doc
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or math.isnan(x) else float(x)
+
+
+def aggregate(explanation: Explanation, token_attr: np.ndarray) -> tuple[np.ndarray, dict[str, float],
+                                                                          dict[str, float]]:
+    """Token attributions (T,) to nodes (N,), categories (signed) and category shares (module doc)."""
+    al = explanation.alignment
+    has = ~np.isnan(token_attr)
+    clean = np.where(has, token_attr, 0.0)
+    node_attr = al.segment_sum(clean)
+    node_attr[al.segment_sum(has.astype(np.float64)) == 0] = math.nan
+    total = float(np.abs(clean).sum())
+    cats: dict[str, float] = {}
+    shares: dict[str, float] = {}
+    for cat in explanation.categories:
+        nodes = np.array([c == cat for c in explanation.node_category], dtype=bool)
+        mask = al.covered_tokens(nodes, len(token_attr)) & has if nodes.any() else np.zeros(len(token_attr), bool)
+        cats[cat] = float(clean[mask].sum()) if mask.any() else math.nan
+        shares[cat] = float(np.abs(clean[mask]).sum() / total) if mask.any() and total > 0 else math.nan
+    return node_attr, cats, shares
+
+
+def _gradient_method(bundle: ModelBundle, explanation: Explanation, target: Target, method: str, steps: int,
+                     baseline: str) -> tuple[np.ndarray, float, float]:
+    """(token attributions (T,), value, baseline value) by Captum's InputXGradient or IntegratedGradients."""
+    import torch
+    from captum.attr import InputXGradient, IntegratedGradients
+
+    ids = explanation.scores.ids
+    model_forward = target_forward(bundle, target)
+    seen: list[Any] = []
+
+    def forward(embeds: Any) -> Any:  # keeps what it computed: gradient x input's value needs no other pass
+        out = model_forward(embeds)
+        seen.append(out.detach())
+        return out
+
+    x = embed(bundle, ids[: target.last]).float()
+    mask = torch.from_numpy(prompt_mask(explanation, target)).to(x.device)[None, :, None]
+    base = torch.where(mask, baseline_embeddings(bundle, x, baseline), x)
+    with bundle.lock, torch.enable_grad():
+        if method == "grad":
+            attr = InputXGradient(forward).attribute(x.clone().requires_grad_(True))
+            values = [float(seen[0][0]), math.nan]
+        else:
+            rows = max(1, min(steps, _PATH_TOKENS // max(1, target.last)))
+            attr = IntegratedGradients(forward).attribute(x, baselines=base, n_steps=steps,
+                                                          method="gausslegendre", internal_batch_size=rows)
+            with torch.no_grad():
+                values = model_forward(torch.cat([x, base])).double().cpu().tolist()
+    per_token = attr.detach().double().sum(-1)[0].cpu().numpy()
+    token_attr = np.full(explanation.scores.n_tokens, np.nan)
+    keep = mask[0, :, 0].cpu().numpy()
+    token_attr[: target.last][keep] = per_token[keep]
+    return token_attr, float(values[0]), float(values[1])
+
+
+def attribute(bundle: ModelBundle, source: str, target: Target | int, method: str = "grad",
+              steps: int = DEFAULT_STEPS, baseline: str = "zero", *, contrast: str | int | None = None,
+              language: str = "python", explanation: Explanation | None = None) -> Attribution:
+    """Attribute ``target`` (a :class:`Target`, or a token index with an optional ``contrast``) to the prompt's
+    tokens, nodes and categories (module doc). ``explanation``: the snippet's, when computed already."""
+    bundle.require_causal("next-token probabilities to attribute")
+    if method not in METHODS:
+        raise InputError(f"method {method!r} is not one of {', '.join(METHODS)}")
+    if baseline not in BASELINES:
+        raise InputError(f"baseline {baseline!r} is not one of {', '.join(BASELINES)}")
+    if not isinstance(steps, int) or steps < 1:
+        raise InputError(f"steps={steps!r}: give a whole number of path points, at least 1 (default {DEFAULT_STEPS})")
+    ex = explanation if explanation is not None else explain(bundle, source, language)
+    if ex.source != source:
+        raise InputError("the explanation given is not the snippet's: give explain(bundle, source), or none")
+    if not isinstance(target, Target):
+        target = token_target(bundle, ex, int(target), contrast)
+    if method == "occlusion":
+        occ = occlude(bundle, ex, target, baseline)
+        return Attribution(method=method, target=target, value=occ.value, baseline_value=math.nan,
+                           steps=occ.variants, baseline=baseline, token_attr=np.full(ex.scores.n_tokens, np.nan),
+                           node_attr=occ.node_attr, category_attr=occ.category_attr,
+                           category_share=occ.category_share, explanation=ex)
+    token_attr, value, base_value = _gradient_method(bundle, ex, target, method, steps, baseline)
+    node_attr, cats, shares = aggregate(ex, token_attr)
+    return Attribution(method=method, target=target, value=value, baseline_value=base_value,
+                       steps=steps if method == "ig" else 0, baseline=baseline, token_attr=token_attr,
+                       node_attr=node_attr, category_attr=cats, category_share=shares, explanation=ex)

@@ -1,0 +1,82 @@
+"""``python -m asc attribute FILE --at LINE:COL``: what in the code the prediction of one token used.
+
+The parser's block (:func:`add_parser`, called by :mod:`asc.__main__`) and the command (:func:`cmd_attribute`).
+``--at`` names the target token (:func:`asc.why.targets.target_at`: the token that starts at LINE:COL, or the first
+one after it); ``--method`` grad (default), ig or occlusion; ``--contrast TEXT`` explains ``log p(token) -
+log p(TEXT)`` (one token, such as one of the model's top choices there). ``--json`` prints the ``explain --json``
+layout with ``attribution`` on every token and node, ``categories_attribution`` and ``target``
+(:meth:`asc.why.attribute.Attribution.to_dict`); otherwise a short table of the top source nodes. A bad position,
+contrast or setting: one line, exit 2, before the model loads where it can be checked without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from asc.cli import add_common, fmt, load_bundle, positive_int, read_source
+from asc.syntax import LANGUAGES
+
+__all__ = ["add_parser", "cmd_attribute"]
+
+
+def add_parser(sub: Any, at_position: Any) -> None:
+    """Add ``attribute`` to ``python -m asc``'s subcommands (``at_position``: the LINE:COL argparse type)."""
+    from asc.why.attribute import DEFAULT_STEPS, METHODS
+    from asc.why.targets import BASELINES
+
+    p = sub.add_parser("attribute", help="what in the code one token's prediction used: gradient x input, "
+                       "integrated gradients or occlusion, per token, AST node and category")
+    p.add_argument("file", help="source file, or - for standard input")
+    p.add_argument("--at", required=True, type=at_position, metavar="LINE:COL",
+                   help="the target token: the one starting at this position or the first after it (from 1)")
+    p.add_argument("--method", default="grad", choices=METHODS,
+                   help="grad: gradient x input (default); ig: integrated gradients; occlusion: each AST node removed")
+    p.add_argument("--contrast", default=None, metavar="TEXT",
+                   help="explain log p(token) - log p(TEXT), TEXT one token (e.g. one of the model's top choices)")
+    p.add_argument("--steps", type=positive_int, default=DEFAULT_STEPS,
+                   help=f"--method ig: points on the path (Gauss-Legendre; default {DEFAULT_STEPS})")
+    p.add_argument("--baseline", default="zero", choices=BASELINES,
+                   help="ig and occlusion: zero embeddings (default) or the pad token's embedding")
+    p.add_argument("--top", type=positive_int, default=10, help="source nodes listed (default 10)")
+    p.add_argument("--language", default="python", choices=LANGUAGES)
+    p.add_argument("--json", action="store_true", help="the explain --json layout with attributions and the target")
+    add_common(p)
+    p.set_defaults(func=cmd_attribute)
+
+
+def cmd_attribute(args: argparse.Namespace) -> int:
+    from asc.align import AlignOptions
+    from asc.explain import checked_tree, explain
+    from asc.why.attribute import attribute
+    from asc.why.targets import line_col_offset, target_at
+
+    tree = checked_tree(read_source(args.file), args.language)  # refuse bad input before loading the model
+    line, col = args.at
+    line_col_offset(tree.source, line, col)
+    bundle = load_bundle(args)
+    options = AlignOptions(whitespace=args.whitespace, multi_leaf=args.multi_leaf, zero_width=args.zero_width)
+    ex = explain(bundle, tree.source, language=args.language, aggregate=args.aggregate, options=options,
+                 max_window=args.max_window, tree=tree)
+    target = target_at(bundle, ex, line, col, args.contrast)
+    result = attribute(bundle, tree.source, target, args.method, args.steps, args.baseline, explanation=ex)
+    if args.json:
+        json.dump(result.to_dict(), sys.stdout, ensure_ascii=False, allow_nan=False)
+        sys.stdout.write("\n")
+        return 0
+    t = ex.tree
+    print(f"model {bundle.name}  target {target.describe()}  log p {fmt(target.logprob)}  method {args.method}"
+          + (f" ({args.steps} steps, {args.baseline} baseline)" if args.method == "ig" else ""))
+    print(f"value {fmt(result.value)}" + (f"  at the baseline {fmt(result.baseline_value)}  sum of attributions "
+                                         f"{fmt(result.value - result.baseline_value + result.delta)}"
+                                         if args.method == "ig" else ""))
+    print(f"\n{'node':>5} {'type':<22} {'category':<22} {'attribution':>11}  text")
+    for node, value in result.top_nodes(args.top):
+        cat = ex.node_category[node] or "-"
+        print(f"{node:>5} {t.type[node]:<22} {cat:<22} {value:>+11.4f}  {t.text(node, limit=40)!r}")
+    print("\ncategory                  signed    share")
+    for cat, value in result.category_attr.items():
+        print(f"  {cat:<22} {fmt(value):>8} {fmt(result.category_share[cat], 2):>8}")
+    return 0

@@ -1,0 +1,189 @@
+"""Syntax-aware occlusion: remove one AST node at a time from a target's prompt and read the change in the target.
+
+For each node with tokens in the prompt (:func:`asc.why.targets.Target`: the tokens before the target), the
+**variant** replaces those tokens and runs the model again; the node's attribution is ``value - variant value``
+(positive: the node raised the target). Each category's is the same with every prompt token bound to one of its
+nodes replaced at once, and its share that value's absolute size over the categories' absolute sum.
+
+How a node is removed:
+
+- by a **valid corruption** (a text edit that keeps the code parsing, :mod:`asc.why.corrupt`) where
+  ``corruptions(tree, node)`` gives one (the hook: at merge it is ``asc.why.corrupt.node_corruptions``; until
+  then ``None``, no corruption); the corrupted text is tokenized again, runs from the first token where it differs
+  from the snippet (the KV cache before it is the clean run's), and the target is read at the target token's
+  shifted position (a corruption that changes the target's own token falls back to the baseline);
+- else by the **baseline embedding** (``"zero"`` or ``"pad"``, as :func:`asc.why.attribute.attribute`) at the
+  node's token positions: the same length, so a variant runs only from the node's first token on, reusing the
+  clean run's KV cache of the text before it.
+
+Variants with the same token set (a leaf and a parent with the same tokens, nested expressions) run once.
+Baseline variants are sorted by their first token and batched (rows x new tokens under a budget): a batch runs from
+its first row's first token, so rows pay for at most a few tokens more than their own. Each variant costs its new
+tokens' forward pass plus attention to the cached prefix: on average about half a full pass for nodes spread over
+the prompt (``benchmarks/bench_why.py`` measures it).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from asc.device import model_device
+from asc.explain import Explanation
+from asc.models import ModelBundle
+from asc.scores import encode
+from asc.syntax import SyntaxTree
+from asc.why.targets import Target, baseline_embeddings, embed, prompt_mask, read_target
+
+__all__ = ["Occlusion", "occlude"]
+
+_OCCLUSION_TOKENS = 2048  # new tokens per batched variant pass (rows x tokens from the batch's first token)
+
+
+@dataclass(frozen=True)
+class Occlusion:
+    """``node_attr`` (N,): value - the target with the node removed (NaN: no token in the prompt);
+    ``category_attr``/``category_share`` per category; ``value`` the clean target; ``variants`` the distinct
+    variants run; ``corrupted`` (N,) bool: the node was removed by a valid corruption, not the baseline."""
+
+    value: float
+    node_attr: np.ndarray
+    category_attr: dict[str, float]
+    category_share: dict[str, float]
+    variants: int
+    corrupted: np.ndarray
+
+
+def _kv_prefix(past: Any, length: int, rows: int) -> Any:
+    """A cache of the clean run's first ``length`` positions for ``rows`` rows (views: the clean cache is never
+    written, a cache's update concatenates into new tensors)."""
+    from transformers import DynamicCache
+
+    return DynamicCache([(layer.keys[:, :, :length].expand(rows, -1, -1, -1),
+                          layer.values[:, :, :length].expand(rows, -1, -1, -1)) for layer in past.layers])
+
+
+def _run(bundle: ModelBundle, target: Target, past: Any, start: int, embeds: Any) -> np.ndarray:
+    """Target values (B,) of rows of input embeddings ``embeds`` (B, L - start, H) after the clean cache's first
+    ``start`` positions."""
+    import torch
+
+    rows, n = embeds.shape[:2]
+    pos = torch.arange(start, start + n, device=embeds.device)[None].expand(rows, -1)
+    extra = {"logits_to_keep": target.n_logits} if _keeps_logits(bundle) else {}
+    out = bundle.model(inputs_embeds=embeds, position_ids=pos, use_cache=start > 0,
+                       past_key_values=_kv_prefix(past, start, rows) if start else None, **extra)
+    return read_target(out.logits, target).double().cpu().numpy()
+
+
+def _keeps_logits(bundle: ModelBundle) -> bool:
+    return "logits_to_keep" in inspect.signature(bundle.model.forward).parameters
+
+
+def _corrupted_value(bundle: ModelBundle, ids: np.ndarray, target: Target, first_char: int, corruption: Any,
+                     past: Any) -> float | None:
+    """The target in a corrupted text (``corruption.corrupted``, ``corruption.edits`` with ``start``/``end``/
+    ``old``/``new`` in the original's characters), from the first token that differs; None when the target's own
+    tokens change (the caller falls back to the baseline). ``first_char``: where the target token starts."""
+    import torch
+
+    text = corruption.corrupted
+    c_ids, c_start, _, _ = encode(bundle, text)
+    if any(e.end > first_char for e in corruption.edits):
+        return None
+    shift = sum(len(e.new) - len(e.old) for e in corruption.edits)
+    at = np.flatnonzero(c_start == first_char + shift)
+    if not len(at):
+        return None
+    new_index = int(at[0])
+    moved = tuple(p - target.index + new_index for p in target.positions)
+    if moved[-1] >= len(c_ids) or tuple(int(c_ids[p]) for p in moved) != target.ids:
+        return None
+    moved_target = Target(positions=moved, ids=target.ids, text=target.text, logprob=target.logprob,
+                          contrast=target.contrast, contrast_id=target.contrast_id)
+    same = np.flatnonzero(c_ids[: min(len(c_ids), len(ids))] != ids[: min(len(c_ids), len(ids))])
+    start = min(int(same[0]) if len(same) else min(len(c_ids), len(ids)), new_index - 1, target.index - 1)
+    start = max(start, 0)
+    with torch.no_grad():
+        embeds = bundle.model.get_input_embeddings()(
+            torch.from_numpy(c_ids[start: moved_target.last])[None].to(model_device(bundle.model)))
+        return float(_run(bundle, moved_target, past, start, embeds)[0])
+
+
+def occlude(bundle: ModelBundle, explanation: Explanation, target: Target, baseline: str = "zero",
+            corruptions: Callable[[SyntaxTree, int], Any | None] | None = None) -> Occlusion:
+    """Occlude every node with tokens in ``target``'s prompt, one at a time, and every category (module doc).
+    ``corruptions``: the hook giving a node's valid corruption (or None); without it, every node is removed by the
+    baseline embedding."""
+    import torch
+
+    ex, tree, al = explanation, explanation.tree, explanation.alignment
+    ids = ex.scores.ids
+    prompt = prompt_mask(ex, target)
+    n_len = target.last
+    keys: dict[bytes, int] = {}
+    sets: list[np.ndarray] = []
+
+    def variant(tokens: np.ndarray) -> int:
+        tokens = tokens[(tokens < n_len)]
+        tokens = np.unique(tokens[prompt[tokens]]) if len(tokens) else tokens
+        if not len(tokens):
+            return -1
+        key = tokens.tobytes()
+        if key not in keys:
+            keys[key] = len(sets)
+            sets.append(tokens)
+        return keys[key]
+
+    node_var = np.array([variant(al.tokens_of(i)) for i in range(tree.n_nodes)], dtype=np.int64)
+    cat_var = {}
+    for cat in ex.categories:
+        nodes = np.array([c == cat for c in ex.node_category], dtype=bool)
+        cat_var[cat] = variant(np.flatnonzero(al.covered_tokens(nodes, len(ids)))) if nodes.any() else -1
+    corrupted = np.zeros(tree.n_nodes, dtype=bool)
+    values = np.full(len(sets), np.nan)
+    device = model_device(bundle.model)
+    with bundle.lock, torch.no_grad():
+        x = torch.from_numpy(ids[:n_len])[None].to(device)
+        extra = {"logits_to_keep": target.n_logits} if _keeps_logits(bundle) else {}
+        from transformers import DynamicCache
+
+        clean = bundle.model(input_ids=x, use_cache=True, past_key_values=DynamicCache(), **extra)
+        value = float(read_target(clean.logits, target)[0])
+        past = clean.past_key_values
+        node_value = np.full(tree.n_nodes, np.nan)
+        if corruptions is not None:  # the hook (module doc): valid corruptions first, the baseline for the rest
+            for node in range(tree.n_nodes):
+                corruption = corruptions(tree, node) if node_var[node] >= 0 else None
+                got = None if corruption is None else _corrupted_value(bundle, ids, target, int(ex.scores.start[target.index]), corruption,
+                                                                       past)
+                if got is not None:
+                    node_value[node], corrupted[node] = got, True
+        emb = embed(bundle, ids[:n_len])
+        base = baseline_embeddings(bundle, emb, baseline)
+        needed = np.zeros(len(sets), dtype=bool)
+        needed[node_var[(node_var >= 0) & ~corrupted]] = True
+        needed[[v for v in cat_var.values() if v >= 0]] = True
+        order = sorted(np.flatnonzero(needed).tolist(), key=lambda v: int(sets[v][0]))
+        i = 0
+        while i < len(order):
+            start = max(0, int(sets[order[i]][0]))
+            rows = max(1, _OCCLUSION_TOKENS // max(1, n_len - start))
+            batch = order[i: i + rows]
+            embeds = emb[:, start:].expand(len(batch), -1, -1).clone()
+            for r, v in enumerate(batch):
+                at = torch.from_numpy(sets[v]).to(device)
+                embeds[r, at - start] = base[0, at]
+            values[batch] = _run(bundle, target, past, start, embeds)
+            i += rows
+    node_value = np.where(corrupted, node_value, np.where(node_var >= 0, values[np.maximum(node_var, 0)], np.nan))
+    cats = {c: value - float(values[v]) if v >= 0 else math.nan for c, v in cat_var.items()}
+    total = sum(abs(v) for v in cats.values() if not math.isnan(v))
+    shares = {c: abs(v) / total if total > 0 and not math.isnan(v) else math.nan for c, v in cats.items()}
+    return Occlusion(value=value, node_attr=value - node_value, category_attr=cats, category_share=shares,
+                     variants=int(needed.sum() + corrupted.sum()), corrupted=corrupted)
