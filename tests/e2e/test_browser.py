@@ -151,6 +151,18 @@ def test_inspector_in_chromium(server, browser):
     tree.screenshot(path=str(OUT / "inspector-tree.png"))
     page.locator("pre.asc-seq").screenshot(path=str(OUT / "inspector-sequence.png"))
 
+    # why this node? the clicked node's attribution: the sequence view and the tree on the diverging scale
+    why = page.locator(".st-key-why_what")
+    rerun(page, lambda: why.get_by_text("the selected node").click())
+    rerun(page, lambda: page.get_by_role("button", name="Explain this prediction").click(), MODEL_RUN)
+    expect(page.locator("pre.asc-why span[data-target='1']")).to_have_count(1)
+    expect(page.locator("pre.asc-why span[data-attribution]:not([data-attribution=''])").first).to_be_visible(
+        timeout=SHOWN)
+    _drawn(page.locator(".st-key-why_tree_partial"))
+    expect(page.get_by_text("Top source nodes")).to_be_visible(timeout=SHOWN)
+    _no_exception(page)
+    page.locator(".st-key-why_tree_partial").screenshot(path=str(OUT / "inspector-why-tree.png"))
+
     # download the tokens CSV
     page.get_by_text("Export", exact=True).click()
     button = page.get_by_role("button", name="Tokens CSV")

@@ -56,3 +56,15 @@ def tree_traces(at, view="partial"):
     trees = [c for c in charts(at) if any(t.get("name") == "edges" for t in c["data"])]
     spec = trees[0 if view == "partial" else 1]
     return {t.get("name"): t for t in spec["data"]}
+
+
+def inspector(monkeypatch, timeout: float = 120):
+    """The inspector page on the tiny model, run once (nothing explained yet)."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    at = AppTest.from_file(page("inspect"), default_timeout=timeout)
+    at.session_state["settings"] = TINY
+    at.run()
+    assert not at.exception
+    return at

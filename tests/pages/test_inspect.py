@@ -5,20 +5,15 @@ import re
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from asc import explain
-from tests.pages.helpers import TINY, button, charts, page, tree_traces
+from tests.pages.helpers import button, charts, inspector, tree_traces
 from ui import widgets
 
 
 @pytest.fixture
 def app(monkeypatch):
-    monkeypatch.setenv("ASC_MODEL", "tiny-random")
-    at = AppTest.from_file(page("inspect"), default_timeout=120)
-    at.session_state["settings"] = TINY
-    at.run()
-    assert not at.exception
+    at = inspector(monkeypatch)
     return at
 
 

@@ -5,10 +5,9 @@ import json
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from asc.branching.forks import fork_points, node_fork_rate
-from tests.pages.helpers import TINY, button, charts, page, tree_traces
+from tests.pages.helpers import button, charts, inspector, tree_traces
 from ui import branches_view
 
 PROMPT = "def add(a, b):\n"
@@ -16,12 +15,7 @@ PROMPT = "def add(a, b):\n"
 
 @pytest.fixture
 def app(monkeypatch):
-    monkeypatch.setenv("ASC_MODEL", "tiny-random")
-    at = AppTest.from_file(page("inspect"), default_timeout=180)
-    at.session_state["settings"] = TINY
-    at.run()
-    assert not at.exception
-    return at
+    return inspector(monkeypatch, timeout=180)
 
 
 @pytest.fixture

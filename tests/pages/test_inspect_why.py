@@ -1,0 +1,71 @@
+"""The inspector's "Why this token?" section (ui/why_view.py) on the tiny model: what it draws is the backend's
+attribution of the chosen target, and a bad choice is a message, not a traceback."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from asc import explain
+from asc.why.attribute import attribute
+from tests.pages.helpers import button, charts, inspector
+
+
+@pytest.fixture
+def app(monkeypatch):
+    at = inspector(monkeypatch)
+    button(at, "Explain").click().run()
+    assert not at.exception and not at.error
+    return at
+
+
+def _sequence(at) -> str:
+    return next(h.proto.body for h in at.get("html") if "asc-why" in h.proto.body)
+
+
+def test_nothing_runs_until_the_button_and_then_the_views_show_the_backend_values(app, tiny):
+    assert any("Explain this prediction" in c.value for c in app.caption)
+    assert not [h for h in app.get("html") if "asc-why" in h.proto.body]
+    token = app.selectbox(key="why_token")
+    index = int(token.value)
+    app.radio(key="why_method").set_value("grad").run()
+    button(app, "Explain this prediction").click().run()
+    assert not app.exception and not app.error
+    source = app.text_area(key="code").value
+    expected = attribute(tiny, source, index, "grad", explanation=explain(tiny, source))
+    seq = _sequence(app)
+    assert re.search(rf'data-token="{index}" data-target="1"', seq)
+    shown = {int(i): v for i, v in re.findall(r'data-token="(\d+)"[^>]*?data-attribution="([^"]*)"', seq)}
+    for i in range(index):
+        if not np.isnan(expected.token_attr[i]):
+            assert float(shown[i]) == pytest.approx(expected.token_attr[i], rel=1e-4, abs=1e-9)
+    m = float(np.nanmax(np.abs(expected.node_attr)))
+    why = [t for c in charts(app) for t in c["data"] if t.get("marker", {}).get("cmin") == pytest.approx(-m)]
+    assert len(why) == 2  # the partial and the complete tree, on the scale -m..m of the node attributions
+    for trace in why:
+        ids = np.array(trace["customdata"])
+        np.testing.assert_allclose(trace["marker"]["color"], expected.node_attr[ids], rtol=1e-5)
+    nodes = next(d.value for d in app.dataframe if list(d.value.columns)[:4] == ["node", "type", "category",
+                                                                                  "attribution"])
+    assert len(nodes) > 0
+    top = int(nodes["node"].iloc[0])
+    assert float(nodes["attribution"].iloc[0]) == pytest.approx(expected.node_attr[top], abs=1e-4)
+
+
+def test_the_selected_node_is_a_target_and_a_contrast_is_offered(app):
+    app.selectbox(key="node_pick").set_value(4).run()
+    app.radio(key="why_what").set_value("the selected node").run()
+    button(app, "Explain this prediction").click().run()
+    assert not app.exception and not app.error
+    assert any(m.value.startswith("**node 4 ") for m in app.markdown)
+    app.radio(key="why_what").set_value("one token").run()
+    options = app.selectbox(key="why_contrast").options
+    assert len(options) >= 2 and options[0].startswith("(none")
+    app.selectbox(key="why_contrast").set_value(options[1]).run()
+    app.radio(key="why_method").set_value("ig").run()
+    button(app, "Explain this prediction").click().run()
+    assert not app.exception and not app.error
+    line = next(m.value for m in app.markdown if "completeness gap" in m.value)
+    assert "at the baseline" in line

@@ -1,0 +1,33 @@
+"""Cached attributions of the inspector's "Why this token?" view.
+
+An attribution is ``st.cache_data`` keyed by the model, the placement, the snippet's exact token ids and the
+request (target token or node, method, steps, contrast): a rerun, a node click or a page switch that asks the same
+again never runs the model. The explanation itself is passed unhashed (``_ex``): its text and ids are the key.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from asc import Explanation
+from asc.why.attribute import Attribution, attribute
+from asc.why.targets import node_target
+from ui.cache.models import get_bundle
+
+
+def explanation_key(ex: Explanation) -> tuple:
+    """What identifies an explanation in a cache key: its text, exact ids and offsets, language and aggregation."""
+    s = ex.scores
+    return ex.source, s.ids.tobytes(), s.start.tobytes(), ex.tree.language, ex.aggregate
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_attribution(spec: str, trust_remote_code: bool, device: str, dtype: str, key: tuple, _ex: Explanation,
+                       index: int | None, node: int | None, method: str, steps: int,
+                       contrast: str | None) -> Attribution:
+    """:func:`asc.why.attribute.attribute` of token ``index`` (or of ``node``'s mean, when given) of ``_ex``, whose
+    :func:`explanation_key` is ``key``. An :class:`~asc.errors.InputError` is raised, not cached."""
+    bundle = get_bundle(spec, trust_remote_code, device, dtype)
+    target = node_target(bundle, _ex, node) if node is not None else int(index or 0)
+    return attribute(bundle, _ex.source, target, method, steps, contrast=contrast, language=_ex.tree.language,
+                     explanation=_ex)
