@@ -1,4 +1,4 @@
-"""Command line: ``python -m asc {models,explain,eval,compare,causal,branch} ...`` (``--help`` on each): the
+"""Command line: ``python -m asc {models,explain,eval,compare,causal,branch,intervene} ...`` (``--help`` on each): the
 argument parser; the commands' bodies are :mod:`asc.commands`.
 
 Errors the user can fix (missing file, invalid UTF-8, empty input, unknown model or corpus) exit
@@ -130,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "explain --json layout")
     add_common(p)
     p.set_defaults(func=cmd_branch)
+
+    from asc.why.cli_intervene import add_intervene
+
+    add_intervene(sub, _at_position, LANGUAGES, add_common)
     return parser
 
 
