@@ -36,8 +36,10 @@ def source_offset(text: str, line: int, col: int, option: str = "--at") -> int:
 def node_effects(bundle: Any, corruption: Any, language: str) -> dict | None:
     """The node-by-node effect of ``corruption`` (clean against corrupted AsC-Eval, aligned by the tree diff), from
     :mod:`asc.why.effects` once it is there: the hook where that module plugs in; None until then."""
+    import importlib
+
     try:
-        from asc.why import effects  # type: ignore[attr-defined]
+        effects = importlib.import_module("asc.why.effects")
     except ImportError:
         return None
     run = getattr(effects, "node_effects", None) or getattr(effects, "effects", None)
