@@ -94,7 +94,7 @@ def main() -> None:
         return np.array([bad.run(layer, [(p, clean.inputs[layer][p]) for p in rows_pos], position, token)
                          for layer in range(n_layers)])
 
-    def by_nnsight() -> np.ndarray:
+    def by_nnsight(upto: int = n_layers) -> np.ndarray:
         from nnsight import NNsight
 
         traced = NNsight(bundle.model)
@@ -103,7 +103,7 @@ def main() -> None:
         path = next(name for name, module in bundle.model.named_modules() if module is layers)
         x = torch.as_tensor(bad_ids)[None].expand(len(rows_pos), -1)
         out = []
-        for layer in range(n_layers):
+        for layer in range(upto):
             envoy = traced
             for part in path.split("."):
                 envoy = getattr(envoy, part)
@@ -115,7 +115,7 @@ def main() -> None:
             out.append(torch.log_softmax(logits.float(), -1)[:, token].double().numpy())
         return np.array(out)
 
-    by_runs("cached"), by_nnsight()  # warm-up
+    forward(), by_nnsight(1)  # warm-up
     times: dict[str, list[float]] = {k: [] for k in ("forward", "literal", "cached", "hooks", "nnsight", "after")}
     results: dict[str, np.ndarray] = {}
     costs: dict[str, float] = {}
