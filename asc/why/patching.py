@@ -275,7 +275,7 @@ def patch(bundle: ModelBundle, corruption: Corruption, target: int | Any | None 
     share = _nan_share(effect, full)
     S = len(nodes)
     for k, node in enumerate(nodes):
-        if node in skipped and skipped[node].startswith("no aligned"):
+        if node in skipped:
             share[:, k] = effect[:, k] = np.nan
     unaligned_clean = np.setdiff1d(np.arange(len(clean_tok[0])), aligned[aligned >= 0])
     unaligned_bad = np.flatnonzero(aligned < 0)
