@@ -29,10 +29,10 @@ spans together are the same row, run once) that is the issue's sweep, every laye
 part of a pass (SmolLM2: about a fifth); not on the 2-layer tiny model, whose time is Python overhead (measured
 5.3 passes against 3).
 
-Hooks or nnsight: both were measured (``benchmarks/bench_patching.py``). The numbers agree to float rounding
-(tiny model: 4.8e-7 nats at most; SmolLM2, the same sweep by the cached runs and by hooked full passes: equal).
-Time, measured on a shared 2-core CPU: SmolLM2, 30 layers x 10 rows of a rename, cached 99 s against 260 s for
-hooked full passes (2.6x); the tiny model: hooks 1.19x the cached runs, nnsight 1.14x the hooks. Chosen: PyTorch
+Hooks or nnsight: both were measured (``benchmarks/bench_patching.py``, SmolLM2, one round on a shared, loaded
+2-core CPU). The numbers agree to float rounding (5.9e-6 nats at most). One sweep, 3 rows x 30 layers: cached runs
+43 s, hooked full passes 76 s (1.77x), nnsight full passes 60 s (0.79x the hooks); the issue's sweep (one span,
+every layer) took 15.4 forward passes, target 17. Chosen: PyTorch
 hooks, in the cached form (the layers' arguments are recorded by forward pre-hooks and the layers called from
 ``l`` on). nnsight is not used: its traces run the whole model, so a run cannot start at layer ``l``, each trace
 adds its own overhead, and importing it mounts ``.save`` on every Python object, a global side effect in a library.
