@@ -29,7 +29,10 @@ SNIPPET = '''def f(a, b=0x1F):
     z = a and b or not a
     return x < y, None, True
 '''
-SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples on every run (a suite that never flakes); a new rule is explored by raising
+# max_examples locally, as was done at 500 examples over 400 functions
+SETTINGS = settings(max_examples=50, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.fixture(scope="module")
@@ -119,8 +122,11 @@ def test_a_renamed_identifier_keeps_no_occurrence_of_its_old_name(stdlib, data):
     assert name not in new_names
     assert new_names.count(fresh) == sum(clean.text(i) == name for i in range(clean.n_nodes)
                                          if clean.type[i] == "identifier")
-    assert len(fresh) == len(name) and all(a.isupper() == b.isupper() and a.isdigit() == b.isdigit()
-                                           for a, b in zip(name, fresh, strict=True))  # the name's shape
+    if any(ch.isalnum() for ch in name):  # the name's shape (a name of underscores only has no other: `_` -> `_1`)
+        assert len(fresh) == len(name) and all(a.isupper() == b.isupper() and a.isdigit() == b.isdigit()
+                                               for a, b in zip(name, fresh, strict=True))
+    else:
+        assert fresh.startswith(name) and fresh[len(name):].isdigit()
     assert not re.search(rf"(?<!\w){fresh}(?!\w)", source)  # a word the snippet did not have
 
 

@@ -1,0 +1,60 @@
+"""Pure figure builders for "why this token?" (:mod:`asc.why`): results in, plotly figures out.
+
+* :func:`patching_heatmap`: activation patching (:class:`asc.why.patching.Patching`), layer (rows, 0 = embeddings
+  at the bottom) x patched AST node (columns, in source order, labelled with the node's text), the share of the
+  target's clean log-probability restored on a diverging scale centred on 0 (blue: restored, red: pushed further
+  away; beyond +-1 the colour saturates), NaN cells (spans with no aligned token) left blank. Sized to fit a
+  panel: columns of at most 28 pixels, labels cut to 18 characters (the full text is in the hover).
+
+Node text is code, HTML-escaped before plotly draws it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from asc.viz.html import escape_text
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+    from asc.why.patching import Patching
+
+__all__ = ["PATCHING_SCALE", "patching_heatmap"]
+
+PATCHING_SCALE = "RdBu"  # diverging: red (negative) -> white (0) -> blue (positive)
+_LABEL = 18
+
+
+def _label(text: str, k: int) -> str:
+    flat = " ".join(text.split())
+    return f"{k}: {escape_text(flat if len(flat) <= _LABEL else flat[:_LABEL - 1] + '…')}"
+
+
+def patching_heatmap(p: Patching, title: str | None = None) -> go.Figure:
+    """Layer x node heatmap of ``p.restored`` (module doc). Hover: node type, text, layer, restored share and the
+    effect in nats; the title names the corruption and the target with its clean and corrupted log-probability."""
+    import plotly.graph_objects as go
+
+    labels = [_label(t, k) for k, t in enumerate(p.node_texts)]
+    z = [[None if math.isnan(v) else v for v in row] for row in p.restored.tolist()]
+    hover = [[f"{escape_text(t)} ({ty})<br>{'—' if v is None else f'{v:.3f}'} of the clean value restored"
+              f"<br>effect {'—' if math.isnan(e) else f'{e:+.3f}'} nats"
+              for t, ty, v, e in zip(p.node_texts, p.node_types, zrow, erow, strict=True)]
+             for zrow, erow in zip(z, p.effect.tolist(), strict=True)]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=labels, y=[int(v) for v in p.layers], colorscale=PATCHING_SCALE, zmid=0.0, zmin=-1.0, zmax=1.0,
+        text=hover, hovertemplate="layer %{y}<br>%{text}<extra></extra>", hoverongaps=False, xgap=1, ygap=1,
+        colorbar={"title": {"text": "restored"}, "tickvals": [-1, -0.5, 0, 0.5, 1]}, name="restored",
+    ))
+    target = escape_text(str(p.target.get("text", "")))
+    fig.update_layout(
+        title=title or (f"{escape_text(p.description)}: target {target!r}, log p clean {p.clean_value:.3f}, "
+                        f"corrupted {p.corrupted_value:.3f}"),
+        xaxis={"title": "patched node", "tickangle": -45, "type": "category"},
+        yaxis={"title": "layer (0 = embeddings)", "dtick": max(1, len(p.layers) // 10)},
+        width=max(360, min(1100, 160 + 28 * len(labels))), height=max(320, min(720, 140 + 16 * len(p.layers))),
+        margin={"l": 60, "r": 20, "t": 60, "b": 120},
+    )
+    return fig
