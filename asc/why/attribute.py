@@ -46,9 +46,9 @@ from asc.models import ModelBundle
 from asc.why.occlusion import occlude
 from asc.why.targets import BASELINES, Target, baseline_embeddings, embed, prompt_mask, target_forward, token_target
 
-__all__ = ["DEFAULT_STEPS", "METHODS", "Attribution", "aggregate", "attribute"]
+__all__ = ["DEFAULT_STEPS", "ATTRIBUTION_METHODS", "Attribution", "aggregate", "attribute"]
 
-METHODS = ("grad", "ig", "occlusion")
+ATTRIBUTION_METHODS = ("grad", "ig", "occlusion")
 DEFAULT_STEPS = 16
 _PATH_TOKENS = 4096  # tokens per batched forward + backward of integrated gradients (rows x prompt length)
 
@@ -168,8 +168,8 @@ def attribute(bundle: ModelBundle, source: str, target: Target | int, method: st
     """Attribute ``target`` (a :class:`Target`, or a token index with an optional ``contrast``) to the prompt's
     tokens, nodes and categories (module doc). ``explanation``: the snippet's, when computed already."""
     bundle.require_causal("next-token probabilities to attribute")
-    if method not in METHODS:
-        raise InputError(f"method {method!r} is not one of {', '.join(METHODS)}")
+    if method not in ATTRIBUTION_METHODS:
+        raise InputError(f"method {method!r} is not one of {', '.join(ATTRIBUTION_METHODS)}")
     if baseline not in BASELINES:
         raise InputError(f"baseline {baseline!r} is not one of {', '.join(BASELINES)}")
     if not isinstance(steps, int) or steps < 1:

@@ -24,7 +24,7 @@ __all__ = ["add_parser", "cmd_attribute"]
 
 def add_parser(sub: Any, at_position: Any) -> None:
     """Add ``attribute`` to ``python -m asc``'s subcommands (``at_position``: the LINE:COL argparse type)."""
-    from asc.why.attribute import DEFAULT_STEPS, METHODS
+    from asc.why.attribute import ATTRIBUTION_METHODS, DEFAULT_STEPS
     from asc.why.targets import BASELINES
 
     p = sub.add_parser("attribute", help="what in the code one token's prediction used: gradient x input, "
@@ -32,7 +32,7 @@ def add_parser(sub: Any, at_position: Any) -> None:
     p.add_argument("file", help="source file, or - for standard input")
     p.add_argument("--at", required=True, type=at_position, metavar="LINE:COL",
                    help="the target token: the one starting at this position or the first after it (from 1)")
-    p.add_argument("--method", default="grad", choices=METHODS,
+    p.add_argument("--method", default="grad", choices=ATTRIBUTION_METHODS,
                    help="grad: gradient x input (default); ig: integrated gradients; occlusion: each AST node removed")
     p.add_argument("--contrast", default=None, metavar="TEXT",
                    help="explain log p(token) - log p(TEXT), TEXT one token (e.g. one of the model's top choices)")

@@ -1,0 +1,119 @@
+"""asc.why.occlusion on the tiny model: each node's and category's occlusion equals a direct recomputation (a full
+forward pass with the node's prompt tokens replaced), shared token sets run once, and the corruption hook runs the
+corrupted text (a stand-in corruption here: asc.why.corrupt is merged separately)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+
+from asc.explain import explain
+from asc.why.attribute import attribute
+from asc.why.occlusion import occlude
+from asc.why.targets import prompt_mask, target_at
+
+SRC = ("def count_chars(string, character):\n    count = 0\n    for letter in string:\n"
+       "        if letter == character:\n            count += 1\n    return count\n")
+
+
+@pytest.fixture(scope="module")
+def ex(tiny):
+    return explain(tiny, SRC)
+
+
+@pytest.fixture(scope="module")
+def target(tiny, ex):
+    return target_at(tiny, ex, 6, 12)  # "count" in the return statement
+
+
+def _direct(bundle, ids, target, replaced=(), baseline="zero"):
+    """The target from one full forward pass over ``ids[:target.last]`` with the tokens ``replaced`` set to the
+    baseline embedding."""
+    emb = bundle.model.get_input_embeddings()
+    with torch.no_grad():
+        x = emb(torch.from_numpy(np.asarray(ids[: target.last]))[None]).clone()
+        if len(replaced):
+            pad = bundle.tokenizer.pad_token_id or bundle.tokenizer.eos_token_id
+            x[0, list(replaced)] = 0.0 if baseline == "zero" else emb(torch.tensor([pad]))[0]
+        logp = bundle.model(inputs_embeds=x).logits[0].float().log_softmax(-1)
+    return float(np.mean([float(logp[p - 1, i]) for p, i in zip(target.positions, target.ids, strict=True)]))
+
+
+@pytest.mark.parametrize("baseline", ["zero", "pad"])
+def test_occluding_a_node_changes_the_target_by_a_direct_recomputation(tiny, ex, target, baseline):
+    occ = occlude(tiny, ex, target, baseline)
+    clean = _direct(tiny, ex.scores.ids, target)
+    assert occ.value == pytest.approx(clean, abs=1e-5)
+    prompt = prompt_mask(ex, target)
+    checked = 0
+    for node in range(ex.tree.n_nodes):
+        tokens = [t for t in ex.alignment.tokens_of(node).tolist() if t < target.last and prompt[t]]
+        if not tokens:
+            assert math.isnan(occ.node_attr[node])
+            continue
+        if node % 3 and node:  # a third of the nodes (and the module: every prompt token at once) keep it quick
+            continue
+        assert occ.node_attr[node] == pytest.approx(clean - _direct(tiny, ex.scores.ids, target, tokens, baseline),
+                                                    abs=1e-4)
+        checked += 1
+    assert checked > 10 and not occ.corrupted.any()
+
+
+def test_categories_are_occluded_at_once_and_shared_token_sets_run_once(tiny, ex, target):
+    occ = occlude(tiny, ex, target)
+    al = ex.alignment
+    nodes = np.array([c == "Natural Language" for c in ex.node_category])
+    tokens = [t for t in np.flatnonzero(al.covered_tokens(nodes, ex.scores.n_tokens)).tolist() if t < target.index]
+    want = occ.value - _direct(tiny, ex.scores.ids, target, tokens)
+    assert occ.category_attr["Natural Language"] == pytest.approx(want, abs=1e-4)
+    assert math.isnan(occ.category_attr["Exceptions"])
+    shares = [v for v in occ.category_share.values() if not math.isnan(v)]
+    assert sum(shares) == pytest.approx(1.0)
+    with_tokens = int((~np.isnan(occ.node_attr)).sum())
+    assert occ.variants < with_tokens  # e.g. an identifier and its expression statement: one variant
+    result = attribute(tiny, SRC, target, "occlusion", explanation=ex)
+    np.testing.assert_allclose(result.node_attr, occ.node_attr, equal_nan=True)
+    assert np.isnan(result.token_attr).all() and result.steps == occ.variants
+
+
+@dataclass(frozen=True)
+class _Edit:
+    start: int
+    end: int
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class _Rename:
+    """A stand-in for asc.why.corrupt's Corruption: one identifier renamed where it stands."""
+
+    source: str
+    corrupted: str
+    edits: tuple
+
+
+def test_the_corruption_hook_runs_the_corrupted_text(tiny, ex, target):
+    tree = ex.tree
+    picked = next(i for i in range(tree.n_nodes) if tree.type[i] == "identifier" and tree.text(i) == "letter")
+
+    def corruptions(t, node):
+        if node != picked:
+            return None
+        s, e = int(t.start[node]), int(t.end[node])
+        return _Rename(SRC, SRC[:s] + "item" + SRC[e:], (_Edit(s, e, SRC[s:e], "item"),))
+
+    occ = occlude(tiny, ex, target, corruptions=corruptions)
+    assert occ.corrupted[picked] and occ.corrupted.sum() == 1
+    fork = corruptions(tree, picked).corrupted
+    shifted = target_at(tiny, explain(tiny, fork), 6, 12)
+    ids = explain(tiny, fork).scores.ids
+    assert shifted.ids == target.ids
+    assert occ.node_attr[picked] == pytest.approx(occ.value - _direct(tiny, ids, shifted), abs=1e-4)
+    plain = occlude(tiny, ex, target)
+    others = np.arange(tree.n_nodes) != picked
+    np.testing.assert_allclose(occ.node_attr[others], plain.node_attr[others], equal_nan=True, atol=1e-6)
