@@ -27,7 +27,7 @@ from asc.viz.attribution import (
     source_nodes_table,
 )
 from asc.viz.html import figure_html, standalone_html
-from asc.why.attribute import DEFAULT_STEPS, METHODS, Attribution
+from asc.why.attribute import ATTRIBUTION_METHODS, DEFAULT_STEPS, Attribution
 from ui import charts
 from ui.cache.why import cached_attribution, explanation_key
 from ui.results import InspectorResult
@@ -79,7 +79,7 @@ def _controls(ex: Explanation, selected: int | None, n_prompt: int | None) -> di
         contrast = c3.selectbox("Contrast with", [NO_CONTRAST, *alternatives], key="why_contrast",
                                 help="explain log p(actual) - log p(alternative): why this token rather than that one")
         contrast = None if contrast == NO_CONTRAST else contrast
-    method = c2.radio("Method", list(METHODS), format_func=METHOD_NAMES.__getitem__, key="why_method")
+    method = c2.radio("Method", list(ATTRIBUTION_METHODS), format_func=METHOD_NAMES.__getitem__, key="why_method")
     steps = int(c4.number_input("Steps", 1, 64, DEFAULT_STEPS, key="why_steps", disabled=method != "ig",
                                 help="integrated gradients: points of the Gauss-Legendre path from the zero baseline"))
     return {"index": index, "node": node, "method": method, "steps": steps if method == "ig" else DEFAULT_STEPS,

@@ -43,6 +43,7 @@ import numpy as np
 from asc.errors import InputError
 from asc.explain import Explanation, explain
 from asc.models import ModelBundle
+from asc.why.corrupt import node_corruptions
 from asc.why.occlusion import occlude
 from asc.why.targets import BASELINES, Target, baseline_embeddings, embed, prompt_mask, target_forward, token_target
 
@@ -180,7 +181,7 @@ def attribute(bundle: ModelBundle, source: str, target: Target | int, method: st
     if not isinstance(target, Target):
         target = token_target(bundle, ex, int(target), contrast)
     if method == "occlusion":
-        occ = occlude(bundle, ex, target, baseline)
+        occ = occlude(bundle, ex, target, baseline, corruptions=node_corruptions)
         return Attribution(method=method, target=target, value=occ.value, baseline_value=math.nan,
                            steps=occ.variants, baseline=baseline, token_attr=np.full(ex.scores.n_tokens, np.nan),
                            node_attr=occ.node_attr, category_attr=occ.category_attr,

@@ -2,10 +2,11 @@
 the code valid does to one predicted token, and (``--patch``) where and when the model reads what it changed.
 
 Without ``--patch``: the target token's log-probability in the clean and the corrupted snippet, and the node-by-node
-effect of the corruption where :mod:`asc.why.effects` provides it (:func:`node_effects`, the one hook). With
+effect of the corruption (:func:`asc.why.effects.effect`: clean against corrupted AsC-Eval, the strongest later
+nodes printed). With
 ``--patch``: :func:`asc.why.patching.patch`'s layer x node matrix (its largest cells) and category totals.
-``--json``: ``{"corruption": {kind, description, source, corrupted, edits: [{start, end, old, new}]}, "target":
-{clean_index, corrupted_index, text, clean_value, corrupted_value}, "effects": ... or null, "patching":
+``--json``: ``{"corruption": {kind, description, language, source, corrupted, edits: [{start, end, old, new,
+corrupted_span}]}, "target": {clean_index, corrupted_index, text, clean_value, corrupted_value}, "effects": Effect.to_dict() or null, "patching":
 Patching.to_dict() or null}``. A bad spec or position: one line, exit 2 (checked before the model loads).
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 from asc.cli import fmt, load_bundle, read_source
 from asc.errors import InputError
 
-__all__ = ["add_intervene", "cmd_intervene", "node_effects", "source_offset"]
+__all__ = ["add_intervene", "cmd_intervene", "source_offset"]
 
 
 def source_offset(text: str, line: int, col: int, option: str = "--at") -> int:
@@ -33,31 +34,17 @@ def source_offset(text: str, line: int, col: int, option: str = "--at") -> int:
     return sum(len(s) + 1 for s in lines[: line - 1]) + col - 1
 
 
-def node_effects(bundle: Any, corruption: Any, language: str) -> dict | None:
-    """The node-by-node effect of ``corruption`` (clean against corrupted AsC-Eval, aligned by the tree diff), from
-    :mod:`asc.why.effects` once it is there: the hook where that module plugs in; None until then."""
-    import importlib
-
-    try:
-        effects = importlib.import_module("asc.why.effects")
-    except ImportError:
-        return None
-    run = getattr(effects, "node_effects", None) or getattr(effects, "effects", None)
-    if run is None:
-        return None
-    result = run(bundle, corruption, language=language)
-    return result.to_dict() if hasattr(result, "to_dict") else result
-
-
 def cmd_intervene(args: argparse.Namespace) -> int:
     from asc.explain import checked_tree
     from asc.why.corrupt import corrupt
+    from asc.why.effects import effect
     from asc.why.patching import patch, target_values
 
     tree = checked_tree(read_source(args.file), args.language)
     corruption = corrupt(tree.source, args.corrupt, args.language)  # a bad spec: exit 2 before the model loads
     offset = None if args.at is None else source_offset(tree.source, *args.at)
     bundle = load_bundle(args)
+    corruption = corrupt(tree.source, args.corrupt, args.language, tokenizer=bundle.tokenizer)  # a fresh name's tokens
     target: int | None = None
     if offset is not None:
         from asc.why.patching import default_target
@@ -66,26 +53,24 @@ def cmd_intervene(args: argparse.Namespace) -> int:
     result = patch(bundle, corruption, target, spans=args.spans, language=args.language) if args.patch else None
     values = target_values(bundle, corruption, target) if result is None else {
         **result.target, "clean_value": result.clean_value, "corrupted_value": result.corrupted_value}
-    effects = None if args.patch else node_effects(bundle, corruption, args.language)
+    effects = None if args.patch else effect(bundle, corruption)
     if args.json:
-        json.dump({"corruption": {"kind": corruption.kind, "description": corruption.description,
-                                  "source": corruption.source, "corrupted": corruption.corrupted,
-                                  "edits": [{"start": e.start, "end": e.end, "old": e.old, "new": e.new}
-                                            for e in corruption.edits]},
-                   "target": values, "effects": effects, "patching": None if result is None else result.to_dict()},
-                  sys.stdout, ensure_ascii=False, allow_nan=False)
-        sys.stdout.write("\n")
+        doc = {"corruption": {**corruption.to_dict(), "source": corruption.source, "corrupted": corruption.corrupted},
+               "target": values,
+               "effects": None if effects is None else effects.to_dict(),
+               "patching": None if result is None else result.to_dict()}
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False, allow_nan=False) + "\n")
         return 0
     print(f"{corruption.description} ({len(corruption.edits)} edits); model {bundle.name}")
     print(f"target {values['text']!r} (token {values['clean_index']}; {values['corrupted_index']} when corrupted): "
           f"log p clean {fmt(values['clean_value'])}, corrupted {fmt(values['corrupted_value'])}, "
           f"change {fmt(values['corrupted_value'] - values['clean_value'])}")
-    if result is None:
-        if effects is None:
-            print("(node-by-node effect: comes with asc.why.effects; add --patch for activation patching)")
-        else:
-            print(json.dumps(effects, ensure_ascii=False)[:2000])
+    if effects is not None:
+        print("\nnodes after the first edit whose AsC-Eval value changed most (clean vs corrupted, aligned by the "
+              "tree diff; --patch for activation patching):")
+        print(effects.strongest(10).to_string(index=False))
         return 0
+    assert result is not None  # --patch
     if result.note:
         print(f"note: {result.note}")
     print(f"\nactivation patching ({result.method}, {len(result.layers)} layers x {len(result.node_ids)} nodes, "

@@ -8,8 +8,9 @@ nodes replaced at once, and its share that value's absolute size over the catego
 How a node is removed:
 
 - by a **valid corruption** (a text edit that keeps the code parsing, :mod:`asc.why.corrupt`) where
-  ``corruptions(tree, node)`` gives one (the hook: at merge it is ``asc.why.corrupt.node_corruptions``; until
-  then ``None``, no corruption); the corrupted text is tokenized again, runs from the first token where it differs
+  ``corruptions(tree, node)`` gives one (:func:`asc.why.attribute.attribute` passes
+  :func:`asc.why.corrupt.node_corruptions`: a fresh name at one identifier, another operator or literal, a
+  statement as ``pass``, a compound expression as ``None``, a docstring or comment removed); the corrupted text is tokenized again, runs from the first token where it differs
   from the snippet (the KV cache before it is the clean run's), and the target is read at the target token's
   shifted position (a corruption that changes the target's own token falls back to the baseline);
 - else by the **baseline embedding** (``"zero"`` or ``"pad"``, as :func:`asc.why.attribute.attribute`) at the

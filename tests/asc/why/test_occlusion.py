@@ -13,6 +13,7 @@ import torch
 
 from asc.explain import explain
 from asc.why.attribute import attribute
+from asc.why.corrupt import node_corruptions
 from asc.why.occlusion import occlude
 from asc.why.targets import prompt_mask, target_at
 
@@ -75,9 +76,12 @@ def test_categories_are_occluded_at_once_and_shared_token_sets_run_once(tiny, ex
     assert sum(shares) == pytest.approx(1.0)
     with_tokens = int((~np.isnan(occ.node_attr)).sum())
     assert occ.variants < with_tokens  # e.g. an identifier and its expression statement: one variant
+    # attribute() occludes with the valid corruptions of asc.why.corrupt where a node has one
     result = attribute(tiny, SRC, target, "occlusion", explanation=ex)
-    np.testing.assert_allclose(result.node_attr, occ.node_attr, equal_nan=True)
-    assert np.isnan(result.token_attr).all() and result.steps == occ.variants
+    with_corruptions = occlude(tiny, ex, target, corruptions=node_corruptions)
+    np.testing.assert_allclose(result.node_attr, with_corruptions.node_attr, equal_nan=True)
+    assert np.isnan(result.token_attr).all() and result.steps == with_corruptions.variants
+    assert not np.allclose(np.nan_to_num(result.node_attr), np.nan_to_num(occ.node_attr))  # the corruptions count
 
 
 @dataclass(frozen=True)
