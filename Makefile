@@ -102,6 +102,9 @@ bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_branch.py
 	# the inspector's deepest and widest accepted inputs: time, peak memory, refusal (issue 28)
 	PYTHONPATH=. $(PY) benchmarks/bench_limits.py
+	# why this token?: attribution and patching in forward passes, IG completeness by steps (issue 30)
+	PYTHONPATH=. $(PY) benchmarks/bench_why.py --rounds 1 --max-steps 64
+	PYTHONPATH=. $(PY) benchmarks/bench_patching.py --rounds 1
 	$(PY) docs/render_bench.py
 
 clean:

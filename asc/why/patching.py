@@ -55,6 +55,7 @@ from asc.scores import encode, score_ids
 from asc.syntax import SyntaxTree, parse
 from asc.why.corrupt import Corruption
 from asc.why.residual import ResidualRuns, record
+from asc.why.targets import token_at
 
 __all__ = ["Patching", "align_tokens", "default_target", "patch", "span_nodes", "target_values"]
 
@@ -187,7 +188,7 @@ def span_nodes(tree: SyntaxTree, corruption: Corruption, spans: str | Sequence[i
 
 
 def default_target(bundle: ModelBundle, source: str, offset: int | None = None) -> int:
-    """The clean token index of the target: the first token starting at or after character ``offset``, by default
+    """The clean token index of the target: the token at character ``offset`` (:func:`asc.why.targets.token_at`), by default
     the snippet's last token that is not whitespace. An :class:`InputError` when there is none."""
     _, start, end, special = encode(bundle, source)
     text = [source[s:e] for s, e in zip(start.tolist(), end.tolist(), strict=True)]
@@ -196,10 +197,10 @@ def default_target(bundle: ModelBundle, source: str, offset: int | None = None) 
         if not picks:
             raise InputError("the snippet has no token to predict after the first: give a longer snippet")
         return picks[-1]
-    picks = [i for i in range(1, len(text)) if not special[i] and start[i] >= offset]
-    if not picks:
+    index = token_at(text, start, end, special, offset)  # the rule attribute's --at follows
+    if index is None or index == 0:
         raise InputError("no token of the snippet starts at or after that position: give a position inside the code")
-    return picks[0]
+    return index
 
 
 def _locate(bundle: ModelBundle, corruption: Corruption, target: int | Any | None, clean_tok: tuple[np.ndarray, ...],

@@ -21,6 +21,7 @@ target's own tokens (between its first and last predicted token) are read by the
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,7 @@ from asc.models import ModelBundle
 from asc.scores import model_vocab, vocab_text
 
 __all__ = ["BASELINES", "Target", "baseline_embeddings", "embed", "line_col_offset", "node_target", "prompt_mask",
-           "read_target", "target_at", "target_forward", "token_target"]
+           "read_target", "target_at", "target_forward", "token_at", "token_target"]
 
 BASELINES = ("zero", "pad")
 
@@ -179,20 +180,25 @@ def line_col_offset(source: str, line: int, col: int) -> int:
     return sum(len(s) + 1 for s in lines[: line - 1]) + col - 1
 
 
+def token_at(texts: Sequence[str], start: np.ndarray, end: np.ndarray, special: np.ndarray, offset: int) -> int | None:
+    """The token at character ``offset`` (the rule of ``--at LINE:COL`` for ``attribute`` and ``intervene``): the
+    token that starts there, or the first one starting after it. A token's start is its first visible character
+    (``" return"`` starts at its ``r``); a whitespace-only token starts where it starts. None: no such token."""
+    visible = np.array([st + (len(t) - len(t.lstrip()) if t.strip() else 0)
+                        for st, t in zip(np.asarray(start).tolist(), texts, strict=True)], dtype=np.int64)
+    picks = np.flatnonzero(~np.asarray(special, dtype=bool) & (np.asarray(end) > np.asarray(start)) & (visible >= offset))
+    return int(picks[0]) if len(picks) else None
+
+
 def target_at(bundle: ModelBundle, explanation: Explanation, line: int, col: int,
               contrast: str | int | None = None) -> Target:
-    """The target token at LINE:COL: the token that starts there, or the first one starting after it. A token's
-    start is its first visible character (``" return"`` starts at its ``r``); a whitespace-only token starts where
-    it starts."""
+    """The target token at LINE:COL (:func:`token_at`)."""
     ex = explanation
-    offset = line_col_offset(ex.source, line, col)
     s = ex.scores
-    visible = np.array([st + (len(t) - len(t.lstrip()) if t.strip() else 0)
-                        for st, t in zip(s.start.tolist(), s.text, strict=True)], dtype=np.int64)
-    picks = np.flatnonzero(~s.special & (s.end > s.start) & (visible >= offset))
-    if not len(picks):
+    index = token_at(s.text, s.start, s.end, s.special, line_col_offset(ex.source, line, col))
+    if index is None:
         raise InputError(f"no token starts at or after {line}:{col}: give a position before the snippet's end")
-    return token_target(bundle, ex, int(picks[0]), contrast)
+    return token_target(bundle, ex, index, contrast)
 
 
 def embed(bundle: ModelBundle, ids: np.ndarray) -> Any:

@@ -148,3 +148,20 @@ def test_intervene_command_json_and_one_line_errors(tmp_path):
                  ("--corrupt", "rename:letter", "--at", "99:1"), ("--corrupt", "rename:letter", "--at", "0:1")):
         bad = run_module("asc", "intervene", str(f), *args, "--model", "tiny-random")
         assert bad.returncode == 2 and len(bad.stderr.decode().strip().splitlines()) == 1, bad.stderr
+
+
+def test_at_picks_the_same_token_as_attribute(tiny):
+    """intervene --at and attribute --at name one token for one position: the token whose first visible character
+    is there (a position inside a word's leading space or letters picks that word), else the next."""
+    from asc.explain import explain
+    from asc.why.targets import line_col_offset, target_at
+
+    ex = explain(tiny, SRC)
+    lines = SRC.splitlines()
+    for line in range(1, len(lines) + 1):
+        for col in range(1, len(lines[line - 1]) + 1, 3):
+            try:
+                want = target_at(tiny, ex, line, col).index
+            except InputError:
+                continue
+            assert default_target(tiny, SRC, line_col_offset(SRC, line, col)) == want, (line, col)
