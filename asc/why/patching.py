@@ -29,12 +29,11 @@ spans together are the same row, run once) that is the issue's sweep, every laye
 part of a pass (SmolLM2: about a fifth); not on the 2-layer tiny model, whose time is Python overhead (measured
 5.3 passes against 3).
 
-Hooks or nnsight: both were measured (``benchmarks/bench_patching.py``, SmolLM2, one round on a shared, loaded
-2-core CPU). The numbers agree to float rounding (5.9e-6 nats at most). One sweep, 3 rows x 30 layers: cached runs
-43 s, hooked full passes 76 s (1.77x), nnsight full passes 60 s (0.79x the hooks); the issue's sweep (one span,
-every layer) took 15.4 forward passes, target 17. Chosen: PyTorch
-hooks, in the cached form (the layers' arguments are recorded by forward pre-hooks and the layers called from
-``l`` on). nnsight is not used: its traces run the whole model, so a run cannot start at layer ``l`` (the cached form beats it 1.4x),
+Hooks or nnsight: both are measured by ``benchmarks/bench_patching.py`` (``docs/bench/patching.txt``: one sweep,
+3 rows x 30 layers of SmolLM2, by the cached runs, by hooked full passes and by nnsight's full passes). The numbers
+agree to float rounding; the cached runs take the least time, and hooked full passes and nnsight about the same.
+Chosen: PyTorch hooks, in the cached form (the layers' arguments are recorded by forward pre-hooks and the layers
+called from ``l`` on). nnsight is not used: its traces run the whole model, so a run cannot start at layer ``l``,
 and importing it mounts ``.save`` on every Python object, a global side effect in a library.
 """
 
