@@ -212,6 +212,12 @@ def _locate(bundle: ModelBundle, corruption: Corruption, target: int | Any | Non
     if not len(where):
         raise InputError("the target token is inside the corruption (it has no counterpart in the corrupted "
                          "text): choose a later token")
+    first = corruption.first_change
+    if first is not None and first >= int(clean_tok[1][index]):  # the target reads only text before itself
+        src = corruption.source
+        line, col = src.count("\n", 0, first) + 1, first - (src.rfind("\n", 0, first) + 1) + 1
+        raise InputError(f"the target token {index} comes before the corruption's first edit (at {line}:{col}), so "
+                         "nothing it is predicted from changes: give --at a position after the edit")
     return index, int(where[0])
 
 

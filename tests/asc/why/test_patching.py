@@ -165,3 +165,13 @@ def test_at_picks_the_same_token_as_attribute(tiny):
             except InputError:
                 continue
             assert default_target(tiny, SRC, line_col_offset(SRC, line, col)) == want, (line, col)
+
+
+def test_a_target_before_the_corruption_is_refused_naming_the_edit(tiny):
+    """A target reads only the text before it: a corruption after it cannot change it (intervene printed 0.000)."""
+    c = corrupt(SRC, "literal:5:29")  # `count + 1` on line 5
+    early = default_target(tiny, SRC, SRC.index("letter"))
+    with pytest.raises(InputError, match=r"comes before the corruption's first edit \(at 5:29\)"):
+        target_values(tiny, c, early)
+    with pytest.raises(InputError, match="give --at a position after the edit"):
+        patch(tiny, c, early)
