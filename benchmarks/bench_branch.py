@@ -41,22 +41,16 @@ def main() -> None:
 
     import torch
     from transformers import DynamicCache
-    from transformers.utils import logging as hf_logging
 
     from asc.branching.branches import branch, explore_forks, prefix_cache
     from asc.branching.forks import fork_points, most_uncertain
-    from asc.corpus.sources import load_corpus
     from asc.explain import explain
     from asc.models import load_model
-    from benchmarks.report import Report
+    from benchmarks.report import Report, longest_algorithm, quiet_torch
 
     report = Report("branch", "what a branch costs from the trunk's KV cache", out=args.out)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    functions = load_corpus("algorithms", min_lines=40, max_lines=60)
-    source = max(functions, key=lambda s: len(s.source.splitlines())).source
+    quiet_torch(args.threads)
+    source = longest_algorithm()
     bundle = load_model(args.model, device=args.device, dtype=args.dtype)
     model, n = bundle.model, args.tokens
     dev = model.device

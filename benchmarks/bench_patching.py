@@ -42,20 +42,16 @@ def main() -> None:
 
     import numpy as np
     import torch
-    from transformers.utils import logging as hf_logging
 
     from asc.models import load_model
     from asc.scores import encode
     from asc.why.corrupt import Corruption, Edit, corrupt
     from asc.why.patching import align_tokens, default_target, patch
     from asc.why.residual import decoder_layers, record
-    from benchmarks.report import Report
+    from benchmarks.report import Report, quiet_torch
 
     report = Report("patching", "what activation patching costs, and PyTorch hooks against nnsight", out=args.out)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+    quiet_torch(args.threads)
     bundle = load_model(args.model)
     n_layers = bundle.n_layers
     at = SNIPPET.index("0\n")

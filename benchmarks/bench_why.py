@@ -43,22 +43,16 @@ def main() -> None:
 
     import numpy as np
     import torch
-    from transformers.utils import logging as hf_logging
 
-    from asc.corpus.sources import load_corpus
     from asc.explain import explain
     from asc.models import load_model
     from asc.why.attribute import DEFAULT_STEPS, attribute
     from asc.why.targets import token_target
-    from benchmarks.report import Report
+    from benchmarks.report import Report, longest_algorithm, quiet_torch
 
     report = Report("why", "what attribution costs against the model's forward passes", out=args.out)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    functions = load_corpus("algorithms", min_lines=40, max_lines=60)
-    source = max(functions, key=lambda s: len(s.source.splitlines())).source
+    quiet_torch(args.threads)
+    source = longest_algorithm()
     bundle = load_model(args.model, device=args.device, dtype=args.dtype)
     dev = bundle.model.device
     ex = explain(bundle, source)

@@ -175,3 +175,23 @@ def read(path: str | Path) -> BenchFile:
     figures = dict(line.split(" = ", 1) for line in sections.pop(FIGURES, []) if " = " in line)
     sections[MAIN] = sections.pop("")
     return BenchFile(tuple(header), sections, figures)
+
+
+def quiet_torch(threads: int | None) -> None:
+    """What every model benchmark sets first: ``threads`` torch threads (None: torch's own), and transformers'
+    logging and progress bars off (they would land in the printed figures)."""
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    if threads:
+        torch.set_num_threads(threads)
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+
+
+def longest_algorithm() -> str:
+    """The benchmarks' long function: the longest one of 40-60 lines in the ``algorithms`` corpus."""
+    from asc.corpus.sources import load_corpus
+
+    functions = load_corpus("algorithms", min_lines=40, max_lines=60)
+    return max(functions, key=lambda s: len(s.source.splitlines())).source

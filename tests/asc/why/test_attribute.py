@@ -14,20 +14,11 @@ from asc.errors import InputError
 from asc.explain import explain
 from asc.why.attribute import DEFAULT_STEPS, aggregate, attribute
 from asc.why.targets import node_target, target_at, token_target
+from tests.asc.why.conftest import COUNT_CHARS
 
-SRC = ("def count_chars(string, character):\n    count = 0\n    for letter in string:\n"
-       "        if letter == character:\n            count += 1\n    return count\n")
-
-
-@pytest.fixture(scope="module")
-def ex(tiny):
-    return explain(tiny, SRC)
+SRC = COUNT_CHARS
 
 
-@pytest.fixture(scope="module")
-def at_return(tiny, ex):
-    """The target: ``count`` in the last line (6:12), a token with 40-odd tokens of prompt."""
-    return target_at(tiny, ex, 6, 12)
 
 
 def _log_p(bundle, embeds, positions, ids, alt=None):

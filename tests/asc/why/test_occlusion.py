@@ -16,19 +16,15 @@ from asc.why.attribute import attribute
 from asc.why.corrupt import node_corruptions
 from asc.why.occlusion import occlude
 from asc.why.targets import prompt_mask, target_at
+from tests.asc.why.conftest import COUNT_CHARS
 
-SRC = ("def count_chars(string, character):\n    count = 0\n    for letter in string:\n"
-       "        if letter == character:\n            count += 1\n    return count\n")
+SRC = COUNT_CHARS
 
-
-@pytest.fixture(scope="module")
-def ex(tiny):
-    return explain(tiny, SRC)
 
 
 @pytest.fixture(scope="module")
-def target(tiny, ex):
-    return target_at(tiny, ex, 6, 12)  # "count" in the return statement
+def target(at_return):
+    return at_return  # "count" in the return statement
 
 
 def _direct(bundle, ids, target, replaced=(), baseline="zero"):
