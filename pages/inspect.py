@@ -19,7 +19,7 @@ from asc.export import csv_text
 from asc.generate import FEW_TOKENS, first_lines, stop_message
 from asc.viz import TREE_VIEWS, category_figure, figure_html, sequence_html, standalone_html, tree_figure
 from asc.viz.tables import token_table, weakest_table
-from ui import branches_view, cache, charts, depth_view, gate, guards, why_view, widgets
+from ui import branches_view, cache, charts, depth_view, gate, guards, patch_view, why_view, widgets
 from ui.results import Decoding, InspectorResult
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
@@ -199,6 +199,7 @@ def views() -> None:
     if layers is not None and layer is not None:
         depth_view.panels(layers, layer, selected)
     why_view.section(result, ex, selected, n_prompt)  # in the fragment: a node click retargets it
+    patch_view.section(result, ex)
 
 
 views()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import streamlit as st
@@ -125,6 +125,19 @@ def _show(attr: Attribution) -> None:
                            "attribution-complete.html", "text/html", on_click="ignore", key="dl_why_complete")
 
 
+def requested(state: str, key: tuple, request: Any, label: str, button_key: str, hint: str) -> Any:
+    """The request kept in ``st.session_state[state]`` for the explanation ``key``: the widgets' ``request`` once the
+    button ``label`` is pressed, kept across reruns until another explanation is shown; None (and ``hint`` as a
+    caption) before that."""
+    if st.button(label, key=button_key):
+        st.session_state[state] = (key, request)
+    kept = st.session_state.get(state)
+    if kept is None or kept[0] != key:
+        st.caption(hint)
+        return None
+    return kept[1]
+
+
 def section(result: InspectorResult, ex: Explanation, selected: int | None, n_prompt: int | None) -> None:
     """The "Why this token?" section (module doc) for the explanation shown (the trunk or an open branch)."""
     st.subheader("Why this token?")
@@ -134,18 +147,16 @@ def section(result: InspectorResult, ex: Explanation, selected: int | None, n_pr
     if request is None:
         return
     key = explanation_key(ex)
-    if st.button("Explain this prediction", key="why_run"):
-        st.session_state[STATE] = (key, request)
-    kept = st.session_state.get(STATE)
-    if kept is None or kept[0] != key:
-        st.caption("Pick a target and a method, then press **Explain this prediction** (gradient x input takes one "
-                   "forward and one backward pass; integrated gradients one per step).")
+    asked = requested(STATE, key, request, "Explain this prediction", "why_run",
+                      "Pick a target and a method, then press **Explain this prediction** (gradient x input takes one "
+                      "forward and one backward pass; integrated gradients one per step).")
+    if asked is None:
         return
     chosen = result.settings
     try:
         with st.spinner("Attributing..."):
             attr = cached_attribution(result.model, chosen.trust_remote_code, chosen.device, chosen.dtype, key, ex,
-                                      **kept[1])
+                                      **asked)
     except AscError as err:
         st.error(str(err))
         return

@@ -70,7 +70,8 @@ class Patching:
     ``node_categories``; ``n_positions`` (S,) aligned positions patched per span; ``all_restored`` (L,) every
     span at once; ``category_restored`` {category: (L,)}. ``aligned`` (T',) int64: the clean token of each
     corrupted position, -1 where none. ``target``: {clean_index, corrupted_index, text}; ``clean_value`` /
-    ``corrupted_value`` its log-probability in each run. ``cost``: the work done in full-pass units."""
+    ``corrupted_value`` its log-probability in each run. ``cost``: the work done in full-pass units. ``corrupted``: the
+    corrupted snippet."""
 
     model: dict
     kind: str
@@ -95,6 +96,7 @@ class Patching:
     skipped: dict[int, str] = field(default_factory=dict)
     note: str = ""
     cost: float = 0.0
+    corrupted: str = ""
 
     def top_cells(self, k: int = 10) -> list[tuple[int, int, float]]:
         """The ``k`` cells ``(layer, span index, restored)`` with the largest |restored| (NaN cells left out)."""
@@ -103,6 +105,15 @@ class Patching:
         return [(int(self.layers[r]), c, float(self.restored[r, c])) for r, c in cells
                 if not math.isnan(self.restored[r, c])]
 
+    def category_table(self) -> Any:
+        """pandas DataFrame, one row per layer: ``layer``, ``all spans`` (every span patched at once), then one
+        column per category (its spans patched together): the share of the clean value restored."""
+        import pandas as pd
+
+        cols = {"layer": self.layers.astype(np.int64), "all spans": self.all_restored}
+        cols.update({c: v for c, v in self.category_restored.items()})
+        return pd.DataFrame(cols)
+
     def to_dict(self) -> dict:
         """The JSON layout of ``python -m asc intervene --patch --json`` (NaN written as null)."""
         def clean(a: np.ndarray) -> list:
@@ -110,7 +121,8 @@ class Patching:
                 if np.asarray(a).ndim == 1 else [clean(row) for row in a]
 
         return {
-            "model": dict(self.model), "corruption": {"kind": self.kind, "description": self.description},
+            "model": dict(self.model), "corruption": {"kind": self.kind, "description": self.description,
+                                                         "corrupted": self.corrupted},
             "method": self.method, "target": dict(self.target), "clean_value": self.clean_value,
             "corrupted_value": self.corrupted_value, "layers": self.layers.tolist(),
             "spans": [{"node": int(n), "type": t, "text": x, "category": c, "positions": int(p),
@@ -300,6 +312,7 @@ def patch(bundle: ModelBundle, corruption: Corruption, target: int | Any | None 
                      "(the corruption changed the token count there); only aligned positions were patched")
     return Patching(
         model=bundle.summary(), kind=corruption.kind, description=corruption.description, method=clean_runs.method,
+        corrupted=corruption.corrupted,
         target={"clean_index": index, "corrupted_index": t_bad,
                 "text": _text(corruption.source, clean_tok, index)},
         clean_value=clean_value, corrupted_value=bad_value, layers=picked,

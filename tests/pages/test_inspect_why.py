@@ -69,3 +69,36 @@ def test_the_selected_node_is_a_target_and_a_contrast_is_offered(app):
     assert not app.exception and not app.error
     line = next(m.value for m in app.markdown if "completeness gap" in m.value)
     assert "at the baseline" in line
+
+
+def test_corrupt_and_patch_draws_the_backends_heatmap_and_exports_it(app, tiny):
+    assert any("Corrupt and patch" in c.value for c in app.caption)  # nothing runs before the button
+    token = app.selectbox(key="patch_token")
+    token.select_index(len(token.options) - 1).run()  # the last token: every corruption comes before it
+    index = int(app.selectbox(key="patch_token").value)
+    corruption = app.selectbox(key="patch_corruption")
+    corruption.select_index(next(i for i, o in enumerate(corruption.options) if o.startswith("rename"))).run()
+    spec = app.selectbox(key="patch_corruption").value
+    button(app, "Corrupt and patch").click().run()
+    assert not app.exception and not app.error
+    from asc.why.corrupt import corrupt
+    from asc.why.patching import patch
+
+    source = app.text_area(key="code").value
+    expected = patch(tiny, corrupt(source, spec, tokenizer=tiny.tokenizer), index)
+    heat = next(t for c in charts(app) for t in c["data"] if t.get("type") == "heatmap" and t.get("name") == "restored")
+    got = np.array([[np.nan if v is None else v for v in row] for row in heat["z"]], dtype=float)
+    np.testing.assert_allclose(got, expected.restored, rtol=1e-5, atol=1e-7)
+    table = next(d.value for d in app.dataframe if "all spans" in d.value.columns)
+    np.testing.assert_allclose(table["all spans"].to_numpy(dtype=float), expected.all_restored, rtol=1e-5)
+    assert any(m.value.startswith(f"**{expected.description}**") for m in app.markdown)
+    assert {"Patching JSON", "Per category CSV", "Heatmap (HTML)"} <= {b.label for b in app.get("download_button")}
+
+
+def test_a_target_before_every_corruption_is_a_caption_not_an_error(app):
+    app.selectbox(key="patch_token").select_index(0).run()
+    assert not app.exception and not app.error
+    # the first predicted token follows only "def": nothing to corrupt before it, so no corruption list, no button
+    assert any("Nothing before this token can be corrupted" in c.value for c in app.caption)
+    assert not [s for s in app.selectbox if s.key == "patch_corruption"]
+    assert "Corrupt and patch" not in {b.label for b in app.button}
