@@ -31,6 +31,7 @@ import numpy as np
 
 from asc.align import AlignOptions
 from asc.concepts import CONFIDENCE_LINE, CategoryMap, check_aggregate, load_categories
+from asc.display import show
 from asc.errors import InputError
 from asc.explain import Explanation, checked_tree, explain_scored, node_values
 from asc.generate import Completion
@@ -41,6 +42,7 @@ from asc.syntax import SyntaxTree
 
 if TYPE_CHECKING:
     import pandas as pd
+    import plotly.graph_objects as go
 
 __all__ = ["LayerExplanation", "explain_completion_layers", "explain_layers", "layer_values", "top_vocab"]
 
@@ -127,6 +129,16 @@ class LayerExplanation:
                            {t: c for t, c in zip(ex.tree.type, ex.node_category) if c is not None}, ())
         values, concepts, by_cat = node_values(scores.prob, ex.tree, ex.alignment, cmap, ex.aggregate)
         return dataclasses.replace(ex, scores=scores, values=values, concept_values=concepts, category_values=by_cat)
+
+    def _repr_html_(self) -> str:
+        """Inline in a notebook: a category x layer table colored on the value scale (first layer at or above the
+        confidence line per row), then the output layer's explanation."""
+        return str(show(self, "html"))
+
+    def layers_heatmap(self, **options: Any) -> go.Figure:
+        """The inspector's category x layer heatmap: :func:`asc.viz.category_layer_heatmap` ``(self, **options)``
+        (``threshold``, ``layer`` to outline one, ``title``)."""
+        return show(self, "layers_heatmap", **options)
 
     def to_dict(self, threshold: float = CONFIDENCE_LINE) -> dict:
         """The ``"layers"`` block of ``python -m asc explain --layers --json`` (README): per-layer token

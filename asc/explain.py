@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from asc.align import Alignment, AlignOptions, align
 from asc.concepts import CategoryMap, aggregate_segments, check_aggregate, load_categories
+from asc.display import show
 from asc.errors import InputError
 from asc.models import ModelBundle
 from asc.scores import TokenScores, score_texts
@@ -25,6 +26,7 @@ from asc.syntax import SyntaxTree, encode_source, parse
 
 if TYPE_CHECKING:
     import pandas as pd
+    import plotly.graph_objects as go
 
 __all__ = ["MAX_SOURCE_CHARS", "Explanation", "SnippetComparison", "check_source", "checked_tree", "compare_snippet",
            "explain",
@@ -150,6 +152,27 @@ class Explanation:
     def node_tokens(self, node: int) -> pd.DataFrame:
         """The tokens bound to ``node`` with their scores (a slice of :meth:`token_frame`)."""
         return self.token_frame().iloc[self.alignment.tokens_of(node)]
+
+    def _repr_html_(self) -> str:
+        """Inline in a notebook: a summary line, the colored sequence view and the category strip
+        (:func:`asc.viz.notebook.explanation_html`; static HTML, nothing fetched)."""
+        return str(show(self, "html"))
+
+    def complete_tree(self, **options: Any) -> go.Figure:
+        """The complete AST (every node, the inspector's second tree): :func:`asc.viz.tree_figure` ``(self,
+        "complete", **options)`` (``max_depth``, ``collapse_unary``, ``selected``, ...). Not ``.tree()``: that name
+        is the syntax tree itself (:attr:`tree`)."""
+        return show(self, "complete_tree", **options)
+
+    def partial_tree(self, **options: Any) -> go.Figure:
+        """The partial AST (named nodes, unary chains collapsed), the inspector's first tree:
+        :func:`asc.viz.tree_figure` ``(self, "partial", collapse_unary=True, **options)``."""
+        return show(self, "partial_tree", **options)
+
+    def category_chart(self, **options: Any) -> go.Figure:
+        """The inspector's bar per category with the confidence line: :func:`asc.viz.category_figure`
+        ``(self.category_values, **options)``."""
+        return show(self, "category_chart", **options)
 
 
 def check_source(source: str, language: str | None = None) -> str:

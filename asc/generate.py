@@ -28,6 +28,7 @@ import numpy as np
 
 from asc.align import AlignOptions
 from asc.device import model_device
+from asc.display import show
 from asc.errors import InputError
 from asc.explain import Explanation, check_source, explain_scored
 from asc.models import ModelBundle
@@ -67,6 +68,11 @@ class Completion:
         mask = np.zeros(len(self.ids), dtype=bool)
         mask[self.n_prompt:] = True
         return mask
+
+    def _repr_html_(self) -> str:
+        """Inline in a notebook: the prompt, then the generated text underlined (a completion is not scored:
+        :func:`explain_completion` gives the colored view)."""
+        return str(show(self, "html"))
 
 
 def stop_message(completion: Completion, max_new_tokens: int | None = None) -> str:

@@ -38,6 +38,7 @@ import numpy as np
 
 from asc.branching.forks import ForkPoints, most_uncertain
 from asc.device import model_device
+from asc.display import show
 from asc.errors import InputError
 from asc.explain import Explanation, check_source
 from asc.generate import Completion, function_end
@@ -109,6 +110,10 @@ class Branch:
                 "forced_rank": self.forced_rank, "forced_prob": None if math.isnan(self.forced_prob) else self.forced_prob,
                 "replaced_id": self.replaced_id, "stop_reason": self.completion.stop_reason,
                 "settings": dataclasses.asdict(self.settings)}
+
+    def _repr_html_(self) -> str:
+        """Inline in a notebook: what was forced where, then the branch's completion."""
+        return str(show(self, "html"))
 
 
 def prefix_cache(bundle: ModelBundle, ids: np.ndarray) -> PrefixCache:

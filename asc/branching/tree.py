@@ -22,12 +22,14 @@ import numpy as np
 
 from asc.branching.branches import Branch, mean_value
 from asc.branching.treediff import TreeDiff
+from asc.display import show
 from asc.errors import InputError
 from asc.explain import Explanation
 from asc.generate import Completion
 
 if TYPE_CHECKING:
     import pandas as pd
+    import plotly.graph_objects as go
 
 __all__ = ["MAX_BRANCHES", "BranchNode", "BranchTree", "category_frame", "diff_frame"]
 
@@ -69,6 +71,11 @@ class BranchNode:
                 "text": self.completion.text, "n_prompt": self.completion.n_prompt,
                 "stop_reason": self.completion.stop_reason, "mean_value": _nan_none(self.mean_value),
                 "parses": self.parses, "asc_eval": self.explanation.to_dict()}
+
+    def _repr_html_(self) -> str:
+        """Inline in a notebook: the label and mean value, then the colored sequence view (fork point marked,
+        generated tokens underlined) and the category strip."""
+        return str(show(self, "html"))
 
 
 def _node(id_: int, parent: int | None, comp: Completion, ex: Explanation, br: Branch | None) -> BranchNode:
@@ -137,6 +144,14 @@ class BranchTree:
         parent = self.nodes[node.parent].explanation.scores
         at = node.branch.fork_index
         return parent.text[at] if at < parent.n_tokens else None
+
+    def _repr_html_(self) -> str:
+        """Inline in a notebook: a row per node (what was forced, mean value, whether it parses), then the trunk."""
+        return str(show(self, "html"))
+
+    def tree(self, selected: int | None = None) -> go.Figure:
+        """The inspector's tree of branches (:func:`asc.viz.branch_tree_figure`), node ``selected`` outlined."""
+        return show(self, "tree", selected=selected)
 
 
 def _value(ex: Explanation, node: int) -> float:

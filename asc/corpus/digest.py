@@ -156,6 +156,16 @@ class RunDigest:
     def n_nodes(self) -> int:
         return len(self.value)
 
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame with one row per categorized node with a value: ``snippet`` (run-wide position),
+        ``category``, ``type``, ``value`` (what every corpus summary reads)."""
+        import pandas as pd
+
+        return pd.DataFrame({"snippet": self.snippet.astype(np.int64),
+                             "category": np.asarray(self.categories, dtype=object)[self.category.astype(np.int64)],
+                             "type": np.asarray(self.types, dtype=object)[self.type.astype(np.int64)],
+                             "value": self.value})
+
     def category_code(self, name: str) -> int:
         """The code of category ``name`` (-1 when no node of the run has it)."""
         return self.categories.index(name) if name in self.categories else -1

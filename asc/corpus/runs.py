@@ -51,7 +51,7 @@ from typing import Any
 from asc.align import AlignOptions
 from asc.atomic import write_atomic
 from asc.branching.forks import ForkSettings
-from asc.concepts import CategoryMap, language_of
+from asc.concepts import GLOBAL, CategoryMap, language_of, load_categories
 from asc.corpus.depth import LAYERS_TABLE, chunk_layers, write_layers
 from asc.corpus.digest import DIGEST, RunDigest, digest_bytes, read_digest
 from asc.corpus.forks import FORKS_TABLE, settings_entry
@@ -66,7 +66,7 @@ from asc.corpus.resume import (
 )
 from asc.corpus.sources import Snippet
 from asc.corpus.tables import chunk_tables
-from asc.errors import CorpusError
+from asc.errors import CorpusError, InputError
 from asc.lens import lens_scores
 from asc.models import ModelBundle
 from asc.scores import score_texts
@@ -100,6 +100,23 @@ class RunData:
     def language(self) -> str:
         """The run's language (:func:`asc.concepts.language_of` its snippets' languages)."""
         return language_of(self.snippets["language"].unique() if "language" in self.snippets else ())
+
+    def to_pandas(self, table: str | None = None) -> Any:
+        """A pandas DataFrame (a copy). ``table`` None: one row per snippet, the ``snippets`` table's columns and
+        then ``Global`` (over its categorized nodes) and a column per category of its language's mapping with the
+        snippet's value (NaN where the snippet has no node of it); a table's name (:data:`TABLES`): that table as read."""
+        if table is not None:
+            if table not in TABLES:
+                raise InputError(f"table={table!r}; choose one of {', '.join(TABLES)}, or none for a row per snippet")
+            return getattr(self, table).copy()
+        if "kind" not in self.concepts:
+            raise InputError(f"the concepts table of {self.path} was not read: load_run(path) reads it by default")
+        cats = self.concepts[self.concepts["kind"].isin(("category", "global"))]
+        wide = cats.pivot_table(index="snippet_id", columns="name", values="value", sort=False)
+        known = [GLOBAL, *load_categories(self.language).categories]  # mapping order; another language's after
+        wide = wide.reindex(columns=known + [c for c in wide.columns if c not in known])
+        wide.columns.name = None
+        return self.snippets.merge(wide, left_on="id", right_index=True, how="left")
 
 
 def _settings(model: dict, corpus: str, aggregate: str, options: AlignOptions, max_window: int | None,

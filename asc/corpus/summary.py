@@ -9,6 +9,8 @@
 * :func:`difference_table`: model A minus model B per category and per node type (medians of node
   values; a difference of a model with itself is exactly 0).
 * :func:`box_table`: box-plot statistics of node values per model (paper Fig. 6), from histograms.
+* :func:`compare`: Table I of several runs (folders, loaded runs or digests) as the *Global AsC-Eval* page shows it,
+  in one call (``asc.compare``).
 
 Everything is computed from fine histograms of the node values (:mod:`asc.corpus.bootstrap`): every median
 here is within **0.5e-4** of the exact one (the point medians follow ``numpy.median``: the mean of the two
@@ -19,6 +21,7 @@ nodes of one snippet are not independent) or ``"node"`` (the paper's Table I); s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,12 +29,13 @@ import numpy as np
 from asc.concepts import GLOBAL, language_of, load_categories
 from asc.corpus.bootstrap import METHODS, N_BINS, RESOLUTION, cluster_bootstrap, histograms, node_bootstrap
 from asc.corpus.digest import RunDigest
+from asc.corpus.runs import RunData, load_digest
 from asc.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["box_table", "category_table", "difference_table", "hist_median", "run_label", "run_labels",
+__all__ = ["box_table", "category_table", "compare", "difference_table", "hist_median", "run_label", "run_labels",
            "summary_categories", "summary_table", "type_table", "wide_table"]
 
 SUMMARY_COLUMNS = ["model", "corpus", "category", "median", "ci_low", "ci_high", "boot_std", "n_nodes", "n_snippets"]
@@ -124,6 +128,21 @@ def wide_table(summary: pd.DataFrame) -> pd.DataFrame:
     snippets = summary[summary["category"] == GLOBAL].set_index(["model", "corpus"])["n_snippets"]
     wide.insert(0, "snippets", snippets.reindex(wide.index))
     return wide.reset_index()
+
+
+def compare(runs: Sequence[str | Path | RunData | RunDigest], n_boot: int = 500, seed: int = 0,
+            method: str = "snippet", long: bool = False) -> pd.DataFrame:
+    """Table I of ``runs`` as the *Global AsC-Eval* page shows it: one row per run (model, corpus, snippets), a
+    column per category of their language (``Global`` first), the bootstrapped median of node values, sorted by the
+    global value (:func:`wide_table` of :func:`summary_table`). ``long=True``: the long table with the intervals
+    and counts instead. A run is a folder (``run_corpus``'s ``out``), a :class:`~asc.corpus.runs.RunData`
+    (``load_run``) or a :class:`~asc.corpus.digest.RunDigest` (``load_digest``)."""
+    if not runs:
+        raise InputError("compare at least one run: give run folders (run_corpus's out) or load_run's results")
+    digests = [run if isinstance(run, RunDigest) else load_digest(run.path if isinstance(run, RunData) else run)
+               for run in runs]
+    summary = summary_table(digests, summary_categories(digests), n_boot=n_boot, seed=seed, method=method)
+    return summary if long else wide_table(summary)
 
 
 def _by_type(digest: RunDigest) -> pd.DataFrame:
