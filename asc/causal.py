@@ -52,6 +52,7 @@ from asc.complexity import complexity_column
 from asc.concepts import GLOBAL, CategoryMap, load_categories
 from asc.corpus.runs import RunData
 from asc.errors import InputError
+from asc.extras import require
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -283,6 +284,7 @@ def causal_table(data: pd.DataFrame, treatments: Sequence[str], min_snippets: in
     number."""
     import pandas as pd
 
+    require("dowhy", "joblib", "threadpoolctl", extra="causal", feature="AsC-Causal (Table II)")
     _check_refute_sample(refute_sample)
     if isinstance(jobs, bool) or not isinstance(jobs, int | np.integer) or jobs < 1:
         raise InputError(f"jobs must be a whole number of at least 1 (1: no worker processes); got {jobs!r}")

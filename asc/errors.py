@@ -6,7 +6,8 @@ can show ``str(error)`` as one clear line instead of a traceback.
 
 from __future__ import annotations
 
-__all__ = ["AscError", "UnknownModelError", "ModelLoadError", "InputError", "TooDeepError", "CorpusError"]
+__all__ = ["AscError", "UnknownModelError", "ModelLoadError", "InputError", "TooDeepError", "CorpusError",
+           "MissingExtraError"]
 
 
 class AscError(Exception):
@@ -34,3 +35,8 @@ class TooDeepError(InputError):
 
 class CorpusError(AscError, ValueError):
     """A corpus spec that names nothing loadable, or a run folder that does not match."""
+
+
+class MissingExtraError(AscError):
+    """An optional feature whose packages are not installed; the message names the pip extra that installs them
+    (raised by :func:`asc.extras.require`)."""

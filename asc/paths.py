@@ -6,7 +6,7 @@ that sets a variable before use is honoured.
 
 | variable | meaning | default |
 |---|---|---|
-| ``ASC_RUNS_DIR`` | corpus runs, probe results, attention runs, the study's files | ``<app>/runs`` |
+| ``ASC_RUNS_DIR`` | corpus runs, probe results, attention runs, the study's files | ``<base>/runs`` |
 | ``ASC_CACHE_DIR`` | de-quantized GGUF weights | ``$XDG_CACHE_HOME/asc-studio`` or ``~/.cache/asc-studio`` |
 | ``ASC_DATA_ROOTS`` | folders (``os.pathsep``-separated) the app's corpus runs may read | not set: any folder |
 | ``ASC_MODEL`` | the model the app starts on | ``smollm2-135m`` |
@@ -24,9 +24,13 @@ that sets a variable before use is honoured.
 | ``ASC_RAY_ADDRESS`` | the Ray cluster ``--engine ray`` and the app's corpus runs join (``HOST:6379``, ``ray://HOST:10001``; ``auto`` not in shared mode) | not set: a local Ray (the app: no Ray) |
 
 ``RAY_USE_TLS`` (Ray's own variable, read by :func:`ray_uses_tls`) tells the probe of a cluster's address to expect TLS.
+``HOST`` and ``PORT`` (``make app``'s variables, read by :func:`app_defaults`) are the address and port ``asc-studio``
+serves on when its command line does not say.
 
-Relative folders are taken relative to the app's folder (``APP_ROOT``), not to the working
-directory, so ``make app``, the CLI and the tests agree on where runs live.
+Relative folders are taken relative to a base folder (:func:`base_folder`): in a clone the clone's folder, not the
+working directory, so ``make app``, the CLI and the tests agree on where runs live; installed with pip (the app's
+files then lie in the ``asc_app`` package, :data:`APP_ROOT`), the working directory, where ``asc``, ``asc-studio``
+and a notebook are started (the app's server keeps its launcher's working directory).
 """
 
 from __future__ import annotations
@@ -37,13 +41,17 @@ from pathlib import Path
 from asc.errors import InputError
 
 __all__ = [
-    "APP_ROOT", "ASSETS", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "blanca_dir",
+    "APP_INSTALLED", "APP_ROOT", "ASSETS", "base_folder", "CATEGORIES_DIR", "DEFAULT_MODEL", "DEFAULT_STUDY", "EXAMPLES_DIR", "attention_dir", "blanca_dir",
     "cache_dir", "data_roots", "default_model", "gluecode_dir", "layers_dir", "model_modules", "runs_dir", "study_db_url", "study_dir", "study_file", "study_mode", "study_password",
-    "SECRET_VARIABLES", "access_token", "allow_remote_code", "allowed_models", "app_password", "child_environment",
+    "SECRET_VARIABLES", "access_token", "allow_remote_code", "app_defaults", "allowed_models", "app_password", "child_environment",
     "quiet_libraries", "ray_address", "triton_interpreter", "ray_uses_tls", "shared_override", "untrusted_environment",
 ]
 
-APP_ROOT = Path(__file__).resolve().parent.parent
+_ABOVE = Path(__file__).resolve().parent.parent  # a clone's folder, or site-packages when installed with pip
+#: The app's files (app.py, pages/, assets/, .streamlit/): the clone's folder, or where the wheel put them (the
+#: ``asc_app`` package beside ``asc``)
+APP_ROOT = _ABOVE / "asc_app" if (_ABOVE / "asc_app" / "app.py").is_file() else _ABOVE
+APP_INSTALLED = APP_ROOT != _ABOVE  # installed with pip, not run from a clone
 ASSETS = APP_ROOT / "assets"
 CATEGORIES_DIR = ASSETS / "categories"
 EXAMPLES_DIR = ASSETS / "examples"
@@ -55,13 +63,19 @@ def _env(name: str) -> str:
     return os.environ.get(name, "").strip()
 
 
+def base_folder() -> Path:
+    """What relative folders are taken relative to: the clone's folder (:data:`APP_ROOT`), or the working directory
+    when installed with pip (:data:`APP_INSTALLED`)."""
+    return Path.cwd() if APP_INSTALLED else APP_ROOT
+
+
 def _folder(value: str) -> Path:
     path = Path(value).expanduser()
-    return path if path.is_absolute() else APP_ROOT / path
+    return path if path.is_absolute() else base_folder() / path
 
 
 def runs_dir() -> Path:
-    """Where corpus runs, probe results and attention runs live: ``$ASC_RUNS_DIR`` or ``<app>/runs``."""
+    """Where corpus runs, probe results and attention runs live: ``$ASC_RUNS_DIR`` or ``runs`` in :func:`base_folder`."""
     return _folder(_env("ASC_RUNS_DIR") or "runs")
 
 
@@ -206,6 +220,15 @@ def triton_interpreter() -> bool:
     """Whether Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1``, Triton's own variable), so
     :mod:`asc.kernels` may hand it CPU tensors."""
     return _env("TRITON_INTERPRET") == "1"
+
+
+def app_defaults() -> tuple[str, str]:
+    """What ``make app`` sets, for ``asc-studio``: ``HF_HUB_OFFLINE=1`` and ``TOKENIZERS_PARALLELISM=false`` where the
+    user has not set them; returns the address and port it serves on, ``$HOST`` and ``$PORT`` as ``make app`` reads
+    them (127.0.0.1 and 8501 when unset)."""
+    for name, value in (("HF_HUB_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false")):
+        os.environ.setdefault(name, value)
+    return _env("HOST") or "127.0.0.1", _env("PORT") or "8501"
 
 
 def quiet_libraries() -> None:

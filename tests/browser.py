@@ -64,12 +64,12 @@ def launcher_command(port: int, address: str = "127.0.0.1") -> list[str]:
     return [sys.executable, "-m", "ui.serve", *streamlit_command(port, address)[4:]]
 
 
-def start_app(command: Sequence[str], env: dict, log_name: str, port: int) -> subprocess.Popen:
-    """Start ``command`` (a server on ``port``) with its output in ``test-output/<log_name>``; return once
+def start_app(command: Sequence[str], env: dict, log_name: str, port: int, cwd: Path = ROOT) -> subprocess.Popen:
+    """Start ``command`` (a server on ``port``) in ``cwd`` with its output in ``test-output/<log_name>``; return once
     ``/_stcore/health`` answers (the process is killed, and AssertionError raised, if it never does)."""
     OUT.mkdir(exist_ok=True)
     log = open(OUT / log_name, "w")  # noqa: SIM115 (the server writes to it while it lives)
-    proc = subprocess.Popen(list(command), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(list(command), cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         try:
@@ -79,6 +79,17 @@ def start_app(command: Sequence[str], env: dict, log_name: str, port: int) -> su
             time.sleep(0.3)
     proc.kill()
     raise AssertionError(f"the server did not start: see {OUT / log_name}")
+
+
+def printed_url(log: Path, timeout: float = 120.0) -> str:
+    """The address ``make app``'s launcher (or ``asc-studio``) prints once the server answers, read from its ``log``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(r"AsC Studio \(local mode\): (http://\S+)", log.read_text())
+        if found:
+            return found.group(1)
+        time.sleep(0.3)
+    raise AssertionError(f"no address printed: see {log}")
 
 
 def stop(proc: subprocess.Popen) -> None:

@@ -12,6 +12,14 @@ the server answers its health check, it prints one line, as ``jupyter lab`` does
 Streamlit's own "You can now view your Streamlit app" line has no token: open the line printed after it.
 The launcher stays in the foreground and ends with the server (Ctrl-C stops both).
 
+``asc-studio`` (the console script of a pip install, :func:`console`) is this launcher with ``make app``'s settings
+as defaults: ``--server.headless true``, ``--server.port $PORT`` (8501) and ``--server.address $HOST``
+(127.0.0.1) unless given, ``HF_HUB_OFFLINE=1`` and ``TOKENIZERS_PARALLELISM=false`` unless set
+(:func:`asc.paths.app_defaults`). Installed, the app's files are the ``asc_app`` package's
+(:data:`asc.paths.APP_ROOT`), and the server keeps the launcher's working directory (relative folders are taken
+from there: :func:`asc.paths.base_folder`); it is started with ``python -P``, so a folder named ``ui`` or ``asc``
+there is not imported in place of the installed packages.
+
 The server it starts (``python -m ui.serve --child run app.py ...``, :func:`run_streamlit`) is Streamlit's own
 command line with one setting made first: no legacy routing by the ``pages/`` folder's file names (which
 Streamlit turns on for every app with a ``pages/`` folder until a script run calls ``st.navigation``). So
@@ -33,9 +41,10 @@ from types import FrameType
 
 from asc.access import AccessPolicy, is_loopback
 from asc.errors import AscError
-from asc.paths import APP_ROOT, child_environment, study_mode
+from asc.extras import require
+from asc.paths import APP_INSTALLED, APP_ROOT, app_defaults, child_environment, study_mode
 
-__all__ = ["app_url", "main"]
+__all__ = ["app_url", "console", "main"]
 
 START_TIMEOUT = 180.0  # seconds to wait for the server's health check before giving up on printing
 
@@ -101,8 +110,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.umask(0o077)  # a shared server's files are its own from the first one (the gate sets it too)
     # the same token in the server (made here, printed below), in its environment and never on its command line
     env = child_environment(**({"ASC_TOKEN": policy.token} if policy.token is not None else {}))
-    proc = subprocess.Popen([sys.executable, "-m", "ui.serve", "--child", "run", str(APP_ROOT / "app.py"), *args],
-                            env=env, cwd=APP_ROOT)
+    # a clone: the server runs in the clone's folder (``-m`` puts it on sys.path); installed: in this folder, which
+    # ``-P`` keeps off sys.path
+    python = [sys.executable, "-P"] if APP_INSTALLED else [sys.executable]
+    proc = subprocess.Popen([*python, "-m", "ui.serve", "--child", "run", str(APP_ROOT / "app.py"), *args],
+                            env=env, cwd=None if APP_INSTALLED else APP_ROOT)
 
     def forward(signum: int, frame: FrameType | None) -> None:
         proc.send_signal(signum)
@@ -120,6 +132,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return proc.wait()
     except KeyboardInterrupt:  # Ctrl-C reaches both processes: let Streamlit finish
         return proc.wait()
+
+
+def _has_option(args: Sequence[str], name: str) -> bool:
+    return any(arg == name or arg.startswith(name + "=") for arg in args)
+
+
+def console(argv: Sequence[str] | None = None) -> int:
+    """``asc-studio [streamlit options]``: :func:`main` with ``make app``'s options and environment as defaults
+    (module doc); one line naming the extra when Streamlit is not installed."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        require("streamlit", "sqlalchemy", extra="app", feature="the app (asc-studio)")
+    except AscError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    host, port = app_defaults()
+    defaults = {"--server.headless": "true", "--server.port": port, "--server.address": host}
+    return main([*(part for name, value in defaults.items() if not _has_option(args, name) for part in (name, value)),
+                 *args])
 
 
 if __name__ == "__main__":

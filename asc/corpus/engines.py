@@ -56,6 +56,7 @@ from asc.corpus.runs import (
 )
 from asc.corpus.sources import Snippet
 from asc.errors import AscError, CorpusError
+from asc.extras import require
 from asc.lens import lens_scores
 from asc.paths import ray_uses_tls
 
@@ -222,6 +223,7 @@ def run_corpus_ray(model_spec: str, snippets: Sequence[Snippet], out: str | Path
     description in meta.json (and the settings check of a resumed folder) comes from the first actor's model,
     so the driver loads no model.
     """
+    require("ray", extra="ray", feature="--engine ray (corpus runs on a Ray cluster)")
     options = options or AlignOptions()
     target = resolve_address(address)
     probe_address(target)  # before the run folder is touched: an address that does not answer fails in seconds

@@ -42,6 +42,7 @@ import numpy as np
 
 from asc.errors import InputError
 from asc.explain import Explanation, explain
+from asc.extras import require
 from asc.models import ModelBundle
 from asc.why.corrupt import node_corruptions
 from asc.why.occlusion import occlude
@@ -186,6 +187,7 @@ def attribute(bundle: ModelBundle, source: str, target: Target | int, method: st
                            steps=occ.variants, baseline=baseline, token_attr=np.full(ex.scores.n_tokens, np.nan),
                            node_attr=occ.node_attr, category_attr=occ.category_attr,
                            category_share=occ.category_share, explanation=ex)
+    require("captum", extra="why", feature=f"the {method!r} attribution (Captum)")
     token_attr, value, base_value = _gradient_method(bundle, ex, target, method, steps, baseline)
     node_attr, cats, shares = aggregate(ex, token_attr)
     return Attribution(method=method, target=target, value=value, baseline_value=base_value,

@@ -51,6 +51,7 @@ from typing import Any
 from asc import device as device_mod
 from asc.atomic import write_atomic
 from asc.errors import InputError
+from asc.extras import require
 from asc.models import EMBEDDED
 from probes.blanca.items import BLANCA_TASKS, BlancaItem, PairItem, RankItem, ScoredPairItem, target_kind
 
@@ -234,6 +235,7 @@ def finetune(base: str | Path, items_by_task: Mapping[str, Sequence[BlancaItem]]
     ``should_stop()`` true raises :class:`InterruptedError` and leaves nothing behind."""
     if epochs < 1 or batch_size < 1 or max_seq_length < 8 or not learning_rate > 0:
         raise InputError("epochs and batch_size must be at least 1, max_seq_length at least 8, learning_rate > 0")
+    require("sentence_transformers", extra="probes", feature="BLANCA's fine-tuning (sentence-transformers)")
     folder, tasks, out = base_folder(base), _ordered(items_by_task), Path(out)
     kinds = {t: (targets or {}).get(t) or target_kind({"task": t}) for t in tasks if t in ("H", "U")}
     data = {t: training_pairs(t, items_by_task[t], kinds.get(t), max_pairs, seed) for t in tasks}

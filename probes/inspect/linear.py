@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from asc.atomic import write_atomic
 from asc.errors import InputError
+from asc.extras import require
 
 if TYPE_CHECKING:
     from probes.inspect.taskfile import Task
@@ -143,6 +143,9 @@ def train_probes(features: np.ndarray, task: Task, *, model: str = "", pooling: 
     Returns the :class:`ProbeResult` and the weights (``coef (L, classes|1, d)``, ``intercept``,
     ``mean``/``scale (L, d)``) for :func:`save_probes`.
     """
+    require("sklearn", "threadpoolctl", extra="probes", feature="the layer probes (scikit-learn)")
+    from threadpoolctl import threadpool_limits
+
     x_all = np.asarray(features, dtype=np.float32)
     if x_all.ndim != 3 or x_all.shape[0] != task.n:
         raise ValueError(f"features must be (n_samples={task.n}, layers, hidden), got {x_all.shape}")

@@ -15,9 +15,7 @@ waits for its own page's box.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
-import time
 
 import pytest
 
@@ -28,6 +26,7 @@ from tests.browser import (
     has_chromium,
     idle,
     launcher_command,
+    printed_url,
     start_app,
     stop,
     streamlit_command,
@@ -118,17 +117,6 @@ def test_every_address_of_a_fresh_password_server_asks_for_the_password(tmp_path
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir()), "nothing ran"
 
 
-def _printed_url(log, timeout: float = 120.0) -> str:
-    """The address ``make app``'s launcher prints once the server answers."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = re.search(r"AsC Studio \(local mode\): (http://\S+)", log.read_text())
-        if found:
-            return found.group(1)
-        time.sleep(0.3)
-    raise AssertionError(f"no address printed: see {log}")
-
-
 def test_a_local_app_asks_every_visitor_for_the_token_make_app_prints(tmp_path):
     """``make app``: the launcher makes a random token, passes it in the environment (not in ``ps``), prints
     the address with it; every address asks a visitor without it for the token."""
@@ -137,7 +125,7 @@ def test_a_local_app_asks_every_visitor_for_the_token_make_app_prints(tmp_path):
     port = free_port()
     proc = start_app(launcher_command(port), _env(tmp_path), "gate-token.log", port)  # make app's command
     try:
-        url = _printed_url(OUT / "gate-token.log")
+        url = printed_url(OUT / "gate-token.log")
         token = url.split("?token=", 1)[1]
         assert url.startswith(f"http://127.0.0.1:{port}/?token=") and len(token) >= 32
         processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout

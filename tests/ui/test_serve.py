@@ -3,6 +3,8 @@ tests/attacks/test_gate_browser.py)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ui.serve import _option, app_url
@@ -29,3 +31,26 @@ def test_options_are_read_in_both_spellings(args, value):
 def test_the_printed_address(address, token, url):
     assert app_url(address, "8501", token) == url
 
+
+
+@pytest.mark.parametrize("args, env, expected", [
+    ([], {}, ["--server.headless", "true", "--server.port", "8501", "--server.address", "127.0.0.1"]),
+    ([], {"HOST": "0.0.0.0", "PORT": "9000"},  # make app's variables
+     ["--server.headless", "true", "--server.port", "9000", "--server.address", "0.0.0.0"]),
+    (["--server.port=8600", "--server.headless", "false"], {"PORT": "9000"},  # the command line wins
+     ["--server.address", "127.0.0.1", "--server.port=8600", "--server.headless", "false"]),
+])
+def test_asc_studio_starts_the_launcher_with_make_apps_settings(monkeypatch, args, env, expected):
+    """``asc-studio`` (ui.serve.console): make app's options where the command line does not give them, and its
+    environment where the user has not set it."""
+    import ui.serve as serve
+
+    for name in ("HOST", "PORT", "HF_HUB_OFFLINE", "TOKENIZERS_PARALLELISM"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    seen = []
+    monkeypatch.setattr(serve, "main", lambda argv: seen.append(argv) or 0)
+    assert serve.console(args) == 0
+    assert seen == [expected]
+    assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TOKENIZERS_PARALLELISM"] == "false"
