@@ -84,6 +84,7 @@ def cmd_gluecode(args: argparse.Namespace) -> int:
 
     from probes.gluecode.items import CONTEXTS, TASKS
     from probes.gluecode.runs import build_or_load, load_predictions, run_gluecode, set_name, table2
+    from probes.gluecode.splits import split_summary
     from probes.gluecode.zeroshot import accuracy_table, baselines
 
     tasks = list(TASKS) if args.tasks in ("", "all") else [t.strip().upper() for t in args.tasks.split(",")]
@@ -101,7 +102,7 @@ def cmd_gluecode(args: argparse.Namespace) -> int:
     finally:
         close()
     for task, task_items in items.items():
-        print(f"{task}: {len(task_items)} items ({sum(it.split == 'test' for it in task_items)} test)")
+        print(f"{task}: {len(task_items)} items ({split_summary(task_items)})")
     for spec in args.model or []:
         bundle = load_bundle(args, spec)
         update, close = stage_bar(bundle.name, args.quiet)
