@@ -142,8 +142,8 @@ def cmd_blanca(args: argparse.Namespace) -> int:
                                   on_stage=_stage_only(update))
     finally:
         close()
-    for task, (train, test) in task_set.counts().items():
-        print(f"{task}: {train + test} items ({test} test)")
+    for line in task_set.size_lines():
+        print(line)
     for task, why in task_set.skipped.items():
         print(f"{task}: skipped: {why}", file=sys.stderr)
     scored = [t for t in tasks if t in task_set.items]
@@ -249,8 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="embedded name (minilm-l6, smollm2-135m, gemma3-270m), sentence-transformers or HF folder, "
                    "hub id; repeatable (none: build the tasks only)")
     p.add_argument("--tasks", default="all", help="all, or comma-separated among R,L,F,H,U")
-    p.add_argument("--package", action="append", help="also take classes (H, U) from this installed package; "
-                   "repeatable; needs --import-packages")
+    p.add_argument("--package", action="append", help="H and U about this installed package's own classes (its "
+                   "docstrings, hierarchy and uses), in a task set of their own; repeatable; needs --import-packages")
     p.add_argument("--import-packages", action="store_true",
                    help="allow importing --package modules to read their class docs (their top-level code runs)")
     p.add_argument("--docs", default=None, type=path_text, help="the Python documentation's _sources folder (default: Debian's "
