@@ -84,6 +84,7 @@ def cmd_gluecode(args: argparse.Namespace) -> int:
 
     from probes.gluecode.items import CONTEXTS, TASKS
     from probes.gluecode.runs import build_or_load, load_predictions, run_gluecode, set_name, table2
+    from probes.gluecode.splits import split_summary
     from probes.gluecode.zeroshot import accuracy_table, baselines
 
     tasks = list(TASKS) if args.tasks in ("", "all") else [t.strip().upper() for t in args.tasks.split(",")]
@@ -101,7 +102,7 @@ def cmd_gluecode(args: argparse.Namespace) -> int:
     finally:
         close()
     for task, task_items in items.items():
-        print(f"{task}: {len(task_items)} items ({sum(it.split == 'test' for it in task_items)} test)")
+        print(f"{task}: {len(task_items)} items ({split_summary(task_items)})")
     for spec in args.model or []:
         bundle = load_bundle(args, spec)
         update, close = stage_bar(bundle.name, args.quiet)
@@ -141,8 +142,8 @@ def cmd_blanca(args: argparse.Namespace) -> int:
                                   on_stage=_stage_only(update))
     finally:
         close()
-    for task, (train, test) in task_set.counts().items():
-        print(f"{task}: {train + test} items ({test} test)")
+    for line in task_set.size_lines():
+        print(line)
     for task, why in task_set.skipped.items():
         print(f"{task}: skipped: {why}", file=sys.stderr)
     scored = [t for t in tasks if t in task_set.items]
@@ -248,8 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="embedded name (minilm-l6, smollm2-135m, gemma3-270m), sentence-transformers or HF folder, "
                    "hub id; repeatable (none: build the tasks only)")
     p.add_argument("--tasks", default="all", help="all, or comma-separated among R,L,F,H,U")
-    p.add_argument("--package", action="append", help="also take classes (H, U) from this installed package; "
-                   "repeatable; needs --import-packages")
+    p.add_argument("--package", action="append", help="H and U about this installed package's own classes (its "
+                   "docstrings, hierarchy and uses), in a task set of their own; repeatable; needs --import-packages")
     p.add_argument("--import-packages", action="store_true",
                    help="allow importing --package modules to read their class docs (their top-level code runs)")
     p.add_argument("--docs", default=None, type=path_text, help="the Python documentation's _sources folder (default: Debian's "

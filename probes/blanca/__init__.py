@@ -6,7 +6,7 @@ programmers know? Five tasks, data built offline from the Python documentation a
 - :mod:`probes.blanca.classes`: class documentation and MRO tree distances (H), from the stdlib or a package.
 - :mod:`probes.blanca.usage`: methods called on instances of each class, by static analysis (U).
 - :mod:`probes.blanca.rst` / :mod:`probes.blanca.faq`: the FAQ and Library Reference sources, R, F and L items.
-- :mod:`probes.blanca.build`: task sets built once under a run folder.
+- :mod:`probes.blanca.build`: task sets built once under a run folder; a named package's H and U in a set of their own.
 - :mod:`probes.blanca.embed`: one vector per text (sentence-transformers pooling, decoders mean-pooled), cached.
 - :mod:`probes.blanca.evaluate`: the scores table and the paper's metrics over it, the paper-style table.
 - :mod:`probes.blanca.finetune`: contrastive fine-tuning of a sentence encoder (single or multi-task).

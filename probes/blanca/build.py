@@ -2,17 +2,26 @@
 
 A task set is a folder ``<out>/tasks/<name>/`` holding ``R.jsonl`` ... ``U.jsonl`` in the format of
 :mod:`probes.blanca.items` and a ``skipped.json`` that says which tasks could not be built and why. The name
-records what the set was built from (``stdlib-seed0``, ``stdlib+sqlalchemy-seed0``), and a set is never rebuilt
+records what the set was built from (``stdlib-seed0``, ``package-sqlalchemy-seed0``), and a set is never rebuilt
 in place: runs that scored its items keep pointing at the same items.
 
 Sources (no network, nothing downloaded):
 
 - R, F, L from the documentation's reStructuredText sources (Debian's ``python3.11-doc``; :mod:`probes.blanca.faq`).
   Where they are missing the three tasks are skipped with the fix in ``skipped.json``, and H and U still build.
-- H from the classes of the standard library (and of ``--package`` packages, whose modules are *imported* to
-  read their docstrings and MRO: their top-level code runs, so this needs ``import_packages=True``).
-- U from a static scan (``ast``) of the standard library's source, its test suite included, and the packages'
-  source folders: nothing is imported or executed for it.
+- H from the classes of the standard library, U from a static scan (``ast``) of its source, its test suite
+  included: nothing is imported or executed for U.
+- With ``packages`` (``--package NAME``), H and U are about those packages alone, in a set of their own
+  (``package-NAME-seed0``): the classes *defined* in them (:meth:`~probes.blanca.classes.ClassCatalog.of_packages`,
+  whose modules are *imported* to read their docstrings and MRO: their top-level code runs, so this needs
+  ``import_packages=True``; the standard library is not scanned) and the methods called on them in the packages'
+  source folders (and the test suites they ship). Pooled with the standard library's classes, as before issue 32,
+  the sampling by distance drowned them (PyYAML gave 1 H pair of 1,431). A package that gives fewer than
+  :data:`MIN_TEST_PAIRS` test pairs for a task asked for is refused in one line (:class:`~asc.errors.CorpusError`)
+  with its counts: PyYAML 6.0.3 (85 classes, 2 with a docstring of their own; no U use in its own code) and
+  more-itertools 11.2.1 (14 classes, 12 documented: 1 H pair; no U use) are; networkx 3.6.1 gives H 398 pairs
+  (51 test) from 79 documented classes and U 136 (12 test) from 580 files, SQLAlchemy 2.1.9 H 2,000 (184 test)
+  and U 105 (12 test). R, F and L are the documentation's in every set.
 
 Departures from the paper: its data come from Graph4Code (1.3 million GitHub programs, StackOverflow posts with
 votes); ours from the FAQ (one accepted answer per question, no votes: R grades are 1 for a question's own answer
@@ -27,15 +36,20 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from asc.atomic import write_atomic
-from asc.errors import AscError, InputError
-from probes.blanca.items import BLANCA_TASKS, BlancaItem, load_items, save_items
+from asc.errors import AscError, CorpusError, InputError
+from probes.blanca.items import BLANCA_TASKS, BlancaItem, ScoredPairItem, load_items, save_items
 
-__all__ = ["BlancaTaskSet", "blanca_set_name", "build_task_set", "load_task_set", "parse_tasks"]
+if TYPE_CHECKING:
+    from probes.blanca.classes import ClassCatalog
+
+__all__ = ["MIN_TEST_PAIRS", "BlancaTaskSet", "blanca_set_name", "build_task_set", "load_task_set", "parse_tasks"]
 
 PER_DISTANCE = 200  # H pairs drawn per MRO distance (all where fewer)
 PER_BIN = 200  # U pairs drawn per similarity bin
+MIN_TEST_PAIRS = 3  # a named package's H or U: Pearson's r with a p-value (probes.blanca.metrics.pearson) needs 3
 
 
 @dataclass(frozen=True)
@@ -63,6 +77,14 @@ class BlancaTaskSet:
         return {t: (sum(it.split == "train" for it in items), sum(it.split == "test" for it in items))
                 for t, items in self.items.items()}
 
+    def size_lines(self) -> list[str]:
+        """``H: 398 items (51 test; classes of networkx)``, one line per task, as the command line prints them."""
+        lines = []
+        for task, (train, test) in self.counts().items():
+            of = self.headers.get(task, {}).get("provenance", {}).get("classes_of")
+            lines.append(f"{task}: {train + test} items ({test} test{'; classes of ' + ', '.join(of) if of else ''})")
+        return lines
+
 
 def parse_tasks(text: str | Sequence[str]) -> list[str]:
     """``"R,L"`` or ``["R", "L"]`` or ``"all"`` -> task letters in the paper's order, checked."""
@@ -77,11 +99,12 @@ def parse_tasks(text: str | Sequence[str]) -> list[str]:
 
 
 def blanca_set_name(packages: Sequence[str] = (), seed: int = 0) -> str:
-    """The folder name of a task set: what it was built from and the seed."""
+    """The folder name of a task set: what it was built from (the standard library, or the packages whose own
+    classes H and U are about) and the seed."""
     for p in packages:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p):
             raise InputError(f"--package {p!r}: give an importable top-level package name such as sqlalchemy")
-    return "+".join(["stdlib", *sorted(set(packages))]) + f"-seed{seed}"
+    return ("package-" + "+".join(sorted(set(packages))) if packages else "stdlib") + f"-seed{seed}"
 
 
 def _package_roots(packages: Sequence[str]) -> list[Path]:
@@ -101,7 +124,7 @@ def build_task_set(out: str | Path, tasks: Sequence[str] = BLANCA_TASKS, *, pack
                    on_stage: Callable[[str], None] | None = None) -> BlancaTaskSet:
     """The task set ``<out>/tasks/<blanca_set_name(packages, seed)>``: loaded when its files exist, else built
     (only the missing tasks). ``docs`` is the documentation's ``_sources`` folder (Debian's by default)."""
-    from probes.blanca import classes, faq, usage
+    from probes.blanca import faq
 
     folder = Path(out) / "tasks" / blanca_set_name(packages, seed)
     if packages and not import_packages:
@@ -139,27 +162,69 @@ def build_task_set(out: str | Path, tasks: Sequence[str] = BLANCA_TASKS, *, pack
                 save_items(folder / "L.jsonl", "L", faq.linked_items(faq.doc_sections(root), seed=seed),
                            {**provenance, "docs": str(root)})
     if "H" in missing or "U" in missing:
-        stage("H, U: importing modules to read class documentation")
-        catalog = classes.scan_classes(packages=tuple(packages), import_packages=import_packages)
-        if "H" in missing:
-            save_items(folder / "H.jsonl", "H", classes.hierarchy_items(catalog, PER_DISTANCE, seed=seed),
-                       {**provenance, "classes": len(catalog.documented())})
-        if "U" in missing:
-            stage("U: scanning source for methods called on instances")
-            roots = None if not packages else [*_default_usage_roots(), *_package_roots(packages)]
-            index = usage.scan_usage(roots, known={c.name for c in catalog.classes} | {
-                a for c in catalog.classes for a in c.aliases})
-            save_items(folder / "U.jsonl", "U", usage.usage_items(index, catalog, per_bin=PER_BIN, seed=seed),
-                       {**provenance, "files": index.files})
+        built = (_package_tasks(packages, [t for t in ("H", "U") if t in missing], seed, stage) if packages else
+                 _stdlib_tasks([t for t in ("H", "U") if t in missing], seed, stage))
+        for task, (task_items, details) in built.items():
+            save_items(folder / f"{task}.jsonl", task, task_items, {**provenance, **details})
     if missing:
         write_atomic(skipped_path, lambda tmp: tmp.write_text(json.dumps(skipped, indent=1)))
     return load_task_set(folder, wanted)
 
 
-def _default_usage_roots() -> list[Path]:
-    import sysconfig
+def _stdlib_tasks(tasks: Sequence[str], seed: int, stage: Callable[[str], None]
+                  ) -> dict[str, tuple[list[ScoredPairItem], dict]]:
+    """H and U (those in ``tasks``) from the standard library's classes and source: ``{task: (items, details)}``."""
+    from probes.blanca import classes, usage
 
-    return [Path(sysconfig.get_paths()["stdlib"])]
+    stage("H, U: importing modules to read class documentation")
+    catalog = classes.scan_classes()
+    out: dict[str, tuple[list[ScoredPairItem], dict]] = {}
+    if "H" in tasks:
+        out["H"] = classes.hierarchy_items(catalog, PER_DISTANCE, seed=seed), {"classes": len(catalog.documented())}
+    if "U" in tasks:
+        stage("U: scanning source for methods called on instances")
+        index = usage.scan_usage(None, known=_names(catalog))
+        out["U"] = usage.usage_items(index, catalog, per_bin=PER_BIN, seed=seed), {"files": index.files}
+    return out
+
+
+def _package_tasks(packages: Sequence[str], tasks: Sequence[str], seed: int, stage: Callable[[str], None]
+                   ) -> dict[str, tuple[list[ScoredPairItem], dict]]:
+    """H and U (those in ``tasks``) about the classes defined in ``packages`` alone (see the module docstring);
+    a :class:`CorpusError` when one gives fewer than :data:`MIN_TEST_PAIRS` test pairs."""
+    from probes.blanca import classes, usage
+
+    named = sorted(set(packages))
+    stage(f"H, U: importing {', '.join(named)} to read class documentation")
+    catalog = classes.scan_classes([], packages=named, import_packages=True).of_packages(named)
+    scope = {"source": f"the classes defined in {', '.join(named)}", "classes_of": named,
+             "classes": len(catalog.classes), "documented": len(catalog.documented())}
+    out: dict[str, tuple[list[ScoredPairItem], dict]] = {}
+    if "H" in tasks:
+        out["H"] = classes.hierarchy_items(catalog, PER_DISTANCE, seed=seed), scope
+    if "U" in tasks:
+        stage(f"U: scanning {', '.join(named)} for methods called on instances")
+        index = usage.scan_usage(_package_roots(named), known=_names(catalog))
+        out["U"] = usage.usage_items(index, catalog, per_bin=PER_BIN, seed=seed), {**scope, "files": index.files}
+    for task, (task_items, details) in out.items():
+        n_test = sum(it.split == "test" for it in task_items)
+        if n_test < MIN_TEST_PAIRS:
+            what = ("within MRO distance 10" if task == "H" else
+                    f"of classes with 2 or more methods called on them in its {details['files']} files")
+            used = len({n for it in task_items for n in (it.name_a, it.name_b)})
+            raise CorpusError(
+                f"--package {', '.join(named)} is too small for {task}: {details['documented']} of its "
+                f"{details['classes']} classes have a docstring of their own, which give {len(task_items)} "
+                f"pair{'' if len(task_items) == 1 else 's'} {what} "
+                f"({used} classes, {n_test} pairs in the test split); {task} needs {MIN_TEST_PAIRS} test pairs or more "
+                f"(Pearson's r; about {MIN_TEST_PAIRS * 10} pairs, 10% are test): name a package with more documented "
+                f"classes, or leave {task} out of --tasks")
+    return out
+
+
+def _names(catalog: ClassCatalog) -> set[str]:
+    """Every name a class of the catalog is known by (for the usage scan's class resolution)."""
+    return {c.name for c in catalog.classes} | {a for c in catalog.classes for a in c.aliases}
 
 
 def load_task_set(folder: str | Path, tasks: Sequence[str] = BLANCA_TASKS) -> BlancaTaskSet:

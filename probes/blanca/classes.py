@@ -42,7 +42,7 @@ import re
 import sys
 import sysconfig
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -86,6 +86,12 @@ class ClassCatalog:
     def lookup(self) -> dict[str, ClassDoc]:
         """Every canonical name and alias to its class."""
         return {name: c for c in self.classes for name in (c.name, *c.aliases)}
+
+    def of_packages(self, packages: Collection[str]) -> ClassCatalog:
+        """The classes defined in ``packages`` (the top-level name of the class's ``__module__``): a named package's
+        own classes, without the standard library's it re-exports or subclasses."""
+        own = tuple(c for c in self.classes if str(c.cls.__module__).split(".")[0] in packages)
+        return ClassCatalog(own, self.modules, self.skipped)
 
 
 def _public(dotted: str) -> bool:

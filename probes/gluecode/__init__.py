@@ -3,6 +3,7 @@ function in front of them? Five tasks from local to global, zero-shot, at three 
 
 - :mod:`probes.gluecode.items`: the task item and its JSONL file format.
 - :mod:`probes.gluecode.build`: balanced, seeded NPATH, OPS, NAME and CALL task sets from a corpus, split by package.
+- :mod:`probes.gluecode.splits`: the finer split of a one-package corpus, by file or top-level definition.
 - :mod:`probes.gluecode.masks`: operator and call sites (with api/local kinds) of a function, NAME targets.
 - :mod:`probes.gluecode.context`: the function, file and call-graph contexts, and masking across them.
 - :mod:`probes.gluecode.callgraph`: the corpus's files parsed once, the static name-based call graph.

@@ -1,5 +1,5 @@
 """Build glueCode task sets (NPATH, OPS, NAME, CALL) from a corpus: balanced, seeded, deterministic, with
-dev/test splits by package and the three context levels (paper section 2.4; NULL is built from a type checker's
+dev/test splits by package (by file or top-level definition in a one-package corpus) and the three context levels (paper section 2.4; NULL is built from a type checker's
 warnings elsewhere).
 
 ``build_items(task, corpus_spec, size=1000, seed=0)`` loads the corpus (:func:`asc.corpus.sources.load_corpus`:
@@ -29,9 +29,16 @@ class its half, every class of that split shrinks to the rarest's count (balance
 the difference as far as it can; a shortfall is logged and recorded (:func:`build_provenance`). Splits are by
 package (:meth:`~probes.gluecode.context.CorpusFiles.package_name`; a snippet without a file is its own
 package) through :func:`~probes.gluecode.items.split_of`, so no module (and no package a call graph reaches)
-is in both splits. Only ``np.random.default_rng([seed, task number])`` draws; items are shuffled at the end.
+is in both splits. Where that leaves a split without an item (a folder that is one package, such as
+``more_itertools/``), the functions are split by file or by top-level definition instead
+(:mod:`probes.gluecode.splits`: seeded, stratified by class), whichever gives more items, then the evener split;
+``report["split_by"]`` says which, and a corpus that no level splits in two raises a :class:`CorpusError` that gives
+its counts and the minimum (every class in two units). At those levels the capacity search steps down one by one
+(:func:`_capacity`). Only ``np.random.default_rng([seed, task number])`` draws the items (the finer split deals its
+units from a stream of its own); items are shuffled at the end.
 
-Meta of every item: ``snippet`` (the corpus id), ``package`` (the split unit), ``file_line`` (the function's
+Meta of every item: ``snippet`` (the corpus id), ``package`` (the split unit, unless ``split_by`` and ``unit``
+say a finer one), ``file_line`` (the function's
 first line in its file, when it has one), and for masked tasks ``line``/``col`` (1-based line, character column)
 of the target in the function.
 
@@ -40,7 +47,9 @@ parsed once): stdlib (8,482 functions): NPATH 996 (83 a bucket: dev 42, test 41)
 54, test 17; ``/`` is rare in Python, 71 functions), NAME 1000, CALL 1000 (500 api, 500 local); 45 s for the
 four (32 s CPU; the first task parses the stdlib's files, about 10 s). algorithms (806 functions): NPATH 180
 (15 a bucket: few functions above NPath 20), OPS 348 (29 an operator, ``/`` again), NAME 736 (every eligible
-name), CALL 646 (323 a kind: local calls are the rarer); 6 s for the four.
+name), CALL 646 (323 a kind: local calls are the rarer); 6 s for the four. more-itertools 11.2.1 at ``size=120``
+(215 functions in 2 files, one package): NPATH 24 (by definition: NPath 16-20 has 2 functions), OPS 72 (by
+definition; ``%`` has 7 functions), NAME 120 (by file), CALL 120 (by definition), dev and test equal in each.
 
 Departures from the paper: Python; dev/test only (zero-shot); balanced within each split; one item per function
 and task; NAME keeps no short names; call kinds by name, not by types.
@@ -66,6 +75,7 @@ from probes.gluecode.callgraph import CorpusFiles, called_names, corpus_root, mo
 from probes.gluecode.context import FunctionContexts, build_contexts, locate_function, mask_contexts, name_visible
 from probes.gluecode.items import CONTEXTS, MASK, NPATH_BUCKETS, OPERATORS, SPLITS, TASKS, Item, npath_bucket, split_of
 from probes.gluecode.masks import Site, call_sites, name_ok, operator_sites, still_parses
+from probes.gluecode.splits import finer_split, unit_at
 from probes.inspect.labels import function_node, npath
 
 __all__ = ["BUILDABLE", "BUILD_VERSION", "N_DISTRACTORS", "SHORT_CHARS", "TASK_CLASSES", "build_items",
@@ -95,6 +105,8 @@ class _Fn:
     has_file: bool
     options: dict[str, list[Site | None]] = field(default_factory=dict)
     npath: int = 0
+    split_by: str = "package"  # a level of probes.gluecode.splits.SPLIT_LEVELS
+    split_unit: str = ""  # the unit at that level ('' at the package level: ``unit``)
 
 
 def class_of(item: Item) -> str:
@@ -234,15 +246,61 @@ def _assign(order: list[_Fn], classes: Sequence[str], k: int) -> dict[str, list[
     return out
 
 
-def _capacity(order: list[_Fn], classes: Sequence[str], want: int) -> int:
-    """The largest per-class count up to ``want`` that every class reaches (greedy, see _assign)."""
+def _capacity(order: list[_Fn], classes: Sequence[str], want: int, one_by_one: bool = False) -> int:
+    """The largest per-class count up to ``want`` that every class reaches (greedy, see _assign). A count the
+    classes miss is followed by what the rarest got (the package split's search, kept as it was) or, ``one_by_one``,
+    by the count one lower: functions holding several rare classes make a lower count fit better (more-itertools'
+    OPS by definition: 3 per class where the jump from 10 lands on 1)."""
     k = want
     while k > 0:
         got = min(len(v) for v in _assign(order, classes, k).values())
         if got >= k:
             return k
-        k = got
+        k = k - 1 if one_by_one else got
     return 0
+
+
+def _per_split(orders: dict[str, list[_Fn]], classes: Sequence[str], want: int,
+               one_by_one: bool = False) -> dict[str, int]:
+    """Items per class in each split: dev as many as it can give up to ``want`` less test's half (or less), test the
+    rest it can give (see the module docstring; ``one_by_one``: see :func:`_capacity`)."""
+    caps = {s: _capacity(orders[s], classes, want, one_by_one) for s in SPLITS}
+    k_dev = min(caps["dev"], want - min(caps["test"], want // 2))
+    return {"dev": k_dev, "test": min(caps["test"], want - k_dev)}
+
+
+def _finer_split(task: str, fns: list[_Fn], files: CorpusFiles | None, classes: Sequence[str], want: int, seed: int,
+                 rng: np.random.Generator) -> tuple[str, dict[str, list[_Fn]], dict[str, int]]:
+    """The functions split by file or by top-level definition (:func:`probes.gluecode.splits.finer_split`), whichever
+    gives more items per class (then the larger smaller split; then by file); sets every function's split and unit."""
+    def score(splits: list[str]) -> tuple[int, int]:  # capacities in corpus order (the final order is drawn below)
+        per = _per_split({s: [f for f, sp in zip(fns, splits) if sp == s] for s in SPLITS}, classes, want, True)
+        return per["dev"] + per["test"], min(per.values())
+
+    level, units, splits = finer_split(task, seed, len(fns), lambda level, i: _unit(fns[i], level, files),
+                                       [f.options.keys() for f in fns], classes, score)
+    for f, unit, split in zip(fns, units, splits):
+        f.split_by, f.split_unit, f.split = level, unit, split
+    orders = {s: _order([f for f in fns if f.split == s], rng, task) for s in SPLITS}
+    return level, orders, _per_split(orders, classes, want, one_by_one=True)
+
+
+def _unit(fn: _Fn, level: str, files: CorpusFiles | None) -> str:
+    snip = fn.snippet
+    return unit_at(level, files, fn.unit, snip.origin, snip.line, snip.name) if fn.has_file else snip.id
+
+
+def _too_small(task: str, fns: list[_Fn], classes: Sequence[str]) -> CorpusError:
+    """The error of a corpus that cannot give every class to both splits, with its counts and the minimum."""
+    holders = {c: {f.split_unit for f in fns if c in f.options} for c in classes}
+    rare = min(classes, key=lambda c: (len(holders[c]), classes.index(c)))
+    n_files = len({f.snippet.origin if f.has_file else f.snippet.id for f in fns})
+    level = fns[0].split_by if fns else "definition"
+    return CorpusError(
+        f"task {task}: the corpus is too small for a dev and a test split: {len(fns)} functions with a {task} target "
+        f"in {n_files} files; each of the {len(classes)} classes needs functions in at least 2 units (split by "
+        f"{level}), and {rare!r} has {sum(rare in f.options for f in fns)} functions in {len(holders[rare])}; give "
+        "a bigger folder (or, for NPATH and OPS, one whose functions cover every class twice)")
 
 
 def _make_item(task: str, fn: _Fn, cls: str, site: Site | None, files: CorpusFiles | None, contexts: bool,
@@ -250,6 +308,8 @@ def _make_item(task: str, fn: _Fn, cls: str, site: Site | None, files: CorpusFil
     snip, source = fn.snippet, fn.snippet.source
     ctx = FunctionContexts(source, "", "")
     meta: dict[str, Any] = {"snippet": snip.id, "package": fn.unit}
+    if fn.split_by != "package":
+        meta.update(split_by=fn.split_by, unit=fn.split_unit)
     if contexts:
         exclude: tuple[str, ...] = ()
         if task == "CALL" and site is not None:
@@ -305,9 +365,10 @@ def build_items_from(task: str, snippets: Sequence[Snippet], files: CorpusFiles 
     fns = [fn for i, s in enumerate(snippets)
            if (fn := _function(task, i, s, files, contexts, skipped, parsed)) is not None]
     orders = {s: _order([f for f in fns if f.split == s], rng, task) for s in SPLITS}
-    caps = {s: _capacity(orders[s], classes, want) for s in SPLITS}
-    k_dev = min(caps["dev"], want - min(caps["test"], want // 2))
-    per_split = {"dev": k_dev, "test": min(caps["test"], want - k_dev)}
+    per_split = _per_split(orders, classes, want)
+    split_by = "package"
+    if fns and not (per_split["dev"] and per_split["test"]):  # one package (or too few): split finer
+        split_by, orders, per_split = _finer_split(task, fns, files, classes, want, seed, rng)
     available = {s: {c: sum(c in f.options for f in orders[s]) for c in classes} for s in SPLITS}
     warnings = []
     if per_split["dev"] + per_split["test"] < want:
@@ -319,6 +380,8 @@ def build_items_from(task: str, snippets: Sequence[Snippet], files: CorpusFiles 
         log.warning(warnings[-1])
     if not per_split["dev"] + per_split["test"]:
         raise CorpusError(f"task {task}: the corpus gives no balanced item ({warnings[-1]})")
+    if not (per_split["dev"] and per_split["test"]):
+        raise _too_small(task, fns, classes)
     name_pool = {s: sorted({f.func.name for f in orders[s]}) for s in SPLITS} if task == "NAME" else {}
     items: list[Item] = []
     for split in SPLITS:
@@ -337,7 +400,7 @@ def build_items_from(task: str, snippets: Sequence[Snippet], files: CorpusFiles 
     items = [items[j] for j in rng.permutation(len(items))]
     if report is not None:
         report.update(n_snippets=len(snippets), n_usable=len(fns), skipped=dict(sorted(skipped.items())),
-                      available=available, per_class_per_split=per_split, warnings=warnings,
+                      available=available, per_class_per_split=per_split, split_by=split_by, warnings=warnings,
                       seconds=round(time.perf_counter() - start, 3))
     return items
 

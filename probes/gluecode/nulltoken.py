@@ -5,8 +5,9 @@ None dereference, or :data:`~probes.gluecode.items.NO_WARNING` for 20% negatives
 name, the warning set, the cache), maps each kept warning to the function that holds it and to one token, and
 samples a seeded set. As in :mod:`probes.gluecode.build`: ids are ``NULL/<snippet id>``, ``module`` is the dotted
 module and the split comes from the package (:meth:`~probes.gluecode.context.CorpusFiles.package_name` through
-:func:`~probes.gluecode.items.split_of`), so no module is in both splits; the file and call-graph texts are
-:func:`~probes.gluecode.context.build_contexts`'s. Positives and negatives are drawn in a ``random.Random(seed)``
+:func:`~probes.gluecode.items.split_of`), so no module is in both splits, or, where that leaves a split empty (a
+one-package corpus), by file or top-level definition (:mod:`probes.gluecode.splits`); the file and call-graph texts
+are :func:`~probes.gluecode.context.build_contexts`'s. Positives and negatives are drawn in a ``random.Random(seed)``
 order; items come in corpus order. With fewer positives than 80% of ``size`` (the stdlib gives about 190), all
 are kept and negatives are a quarter of them, so the share stays 20%.
 
@@ -45,7 +46,7 @@ import unicodedata
 import warnings
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,7 @@ from probes.gluecode.callgraph import CorpusFiles, module_name
 from probes.gluecode.context import build_contexts
 from probes.gluecode.items import MASK, NO_WARNING, SPLITS, Item, split_of
 from probes.gluecode.nullcheck import CHECKER, CheckResult, Diagnostic, NoneWarning, check_corpus, none_warning
+from probes.gluecode.splits import finer_split, unit_at
 from probes.pytokens import python_tokens
 
 __all__ = ["FILE_PROMPT", "NEGATIVE_SHARE", "NULL_PROMPT", "CheckedFunction", "FileIndex", "Target",
@@ -325,7 +327,8 @@ def null_items_from_check(result: CheckResult, snippets: Sequence[Snippet], file
     pos_items = _take([(f, t) for f, t in positives], n_pos_want, files, contexts, stats)
     n_neg = round(size * NEGATIVE_SHARE) if len(pos_items) == n_pos_want else round(
         len(pos_items) * NEGATIVE_SHARE / (1 - NEGATIVE_SHARE))  # too few positives: keep the paper's 20% share
-    items = pos_items + _take([(f, None) for f in negatives], n_neg, files, contexts, stats)
+    items = _split_finer(pos_items + _take([(f, None) for f in negatives], n_neg, files, contexts, stats), files,
+                         seed, stats)
     order = {id(f.snippet): i for i, f in enumerate(functions)}
     items.sort(key=lambda pair: order[id(pair[0])])
     stats["warnings outside the functions (module level, or a function the size filter drops)"] = (
@@ -334,6 +337,28 @@ def null_items_from_check(result: CheckResult, snippets: Sequence[Snippet], file
               "functions": len(functions), "positives_available": len(positives), "negatives_available": len(negatives),
               "positives": len(pos_items), "negatives": len(items) - len(pos_items), **stats}
     return [it for _, it in items], counts
+
+
+def _split_finer(pairs: list[tuple[Snippet, Item]], files: CorpusFiles, seed: int,
+                 stats: Counter[str]) -> list[tuple[Snippet, Item]]:
+    """The items as split by package, or, when that leaves a split empty (a one-package corpus), by file or by
+    top-level definition (:mod:`probes.gluecode.splits`: stratified on warning / no warning), whichever gives the
+    larger smaller split (then by file); a :class:`CorpusError` when neither gives both splits."""
+    if len({it.split for _, it in pairs}) > 1:
+        return pairs
+    kinds = [("warning",) if it.label != NO_WARNING else (NO_WARNING,) for _, it in pairs]
+    level, units, splits = finer_split(
+        "NULL", seed, len(pairs), lambda level, i: unit_at(level, files, pairs[i][1].meta["package"], pairs[i][0].origin,
+                                                           pairs[i][0].line, pairs[i][0].name),
+        kinds, ("warning", NO_WARNING), lambda splits: (min(splits.count(s) for s in SPLITS),))
+    smaller = min(splits.count(s) for s in SPLITS)
+    if not smaller:
+        raise CorpusError(f"task NULL: the corpus is too small for a dev and a test split: {len(pairs)} items in "
+                          f"{len({s.origin for s, _ in pairs})} files; both splits need items from at least 2 "
+                          "top-level definitions; give a bigger folder")
+    stats[f"items split by {level} (one package)"] = len(pairs)
+    return [(snip, replace(it, split=split, meta={**it.meta, "split_by": level, "unit": unit}))
+            for (snip, it), unit, split in zip(pairs, units, splits)]
 
 
 def _take(pool: list[tuple[CheckedFunction, tuple[int, int, int, int, str] | None]], n: int, files: CorpusFiles,
@@ -397,6 +422,7 @@ def null_items(corpus_spec: str, size: int = 1000, seed: int = 0, workdir: str |
                                             size, seed, contexts)
     provenance = {"task": "NULL", "corpus": corpus_spec, "size": size, "seed": seed, "contexts": contexts,
                   "n_items": len(items), "per_split": {s: sum(it.split == s for it in items) for s in SPLITS},
+                  "split_by": items[0].meta.get("split_by", "package") if items else "package",
                   "checker": CHECKER, "checker_version": result.mypy, "flags": list(result.flags),
                   "copied_as": result.package or None, "files_checked": len(result.files),
                   "files_skipped": len(result.skipped), "skipped": dict(list(result.skipped.items())[:20]),

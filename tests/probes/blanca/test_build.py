@@ -24,7 +24,7 @@ def test_parse_tasks_orders_checks_and_expands_all():
 
 def test_set_name_records_the_sources_and_refuses_odd_package_names():
     assert blanca_set_name() == "stdlib-seed0"
-    assert blanca_set_name(["sqlalchemy", "attr", "sqlalchemy"], seed=3) == "stdlib+attr+sqlalchemy-seed3"
+    assert blanca_set_name(["sqlalchemy", "attr", "sqlalchemy"], seed=3) == "package-attr+sqlalchemy-seed3"
     with pytest.raises(InputError, match="importable top-level package"):
         blanca_set_name(["../etc"])
 
