@@ -59,8 +59,8 @@ class AttributionMatrix:
 
     ``share``, ``ci_low``, ``ci_high``, ``signed`` (mean signed attribution): (R, C) over ``targets`` (rows, the
     target categories with a target) and ``sources`` (columns, the mapping's categories); ``n_targets`` and
-    ``n_snippets`` (R,). ``distance*``: (R + 1, B) over :data:`GLOBAL` (every target) then ``targets``, and
-    ``distance_bins`` (B,) labels."""
+    ``n_snippets`` (R,); ``n_snippets_all``: the snippets with a target. ``distance*``: (R + 1, B) over
+    :data:`GLOBAL` (every target) then ``targets``, and ``distance_bins`` (B,) labels."""
 
     model: str
     k: int
@@ -72,6 +72,7 @@ class AttributionMatrix:
     signed: np.ndarray
     n_targets: np.ndarray
     n_snippets: np.ndarray
+    n_snippets_all: int
     distance_bins: tuple[str, ...]
     distance: np.ndarray
     distance_low: np.ndarray
@@ -92,12 +93,16 @@ class AttributionMatrix:
         return pd.DataFrame(rows)
 
     def distance_frame(self) -> pd.DataFrame:
-        """Shares by distance as a long table: ``model, target_category, distance, share, ci_low, ci_high``."""
+        """Shares by distance as a long table: ``model, target_category, distance, share, ci_low, ci_high,
+        n_targets, n_snippets`` (:data:`GLOBAL` first: every target)."""
         import pandas as pd
 
         names = (GLOBAL, *self.targets)
+        n_t = [int(self.n_targets.sum()), *self.n_targets.tolist()]
+        n_s = [self.n_snippets_all, *self.n_snippets.tolist()]
         return pd.DataFrame([{"model": self.model, "target_category": t, "distance": b, "share": self.distance[i, j],
-                              "ci_low": self.distance_low[i, j], "ci_high": self.distance_high[i, j]}
+                              "ci_low": self.distance_low[i, j], "ci_high": self.distance_high[i, j],
+                              "n_targets": n_t[i], "n_snippets": n_s[i]}
                              for i, t in enumerate(names) for j, b in enumerate(self.distance_bins)])
 
 
@@ -162,7 +167,8 @@ def attribution_matrix(rows: Any, categories: tuple[str, ...] | list[str], *, mo
     d_lo, d_hi = _bootstrap(dist_sums, dist_counts, n_boot, seed, ci)
     return AttributionMatrix(model=model, k=int(k), targets=targets, sources=sources, share=share, ci_low=lo,
                              ci_high=hi, signed=signed, n_targets=n_t.astype(np.int64),
-                             n_snippets=(counts > 0).sum(axis=0).astype(np.int64), distance_bins=labels,
+                             n_snippets=(counts > 0).sum(axis=0).astype(np.int64),
+                             n_snippets_all=len(snippets), distance_bins=labels,
                              distance=distance, distance_low=d_lo, distance_high=d_hi, n_boot=int(n_boot),
                              seed=int(seed), ci=float(ci))
 
