@@ -45,6 +45,8 @@ def add_parser(sub: Any) -> None:
                    help="write the matrix and the distance shares as a long table (.csv or .json)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_model_options(p)
+    p.epilog = ("--dtype: by default the dtype the run was evaluated in (its meta.json), so the targets' "
+                "log-probabilities are the run's")
     p.set_defaults(func=cmd_attribute_corpus, dtype=None)
 
 

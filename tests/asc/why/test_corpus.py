@@ -164,7 +164,7 @@ def test_smollm2_on_humaneval_snippets(tmp_path):
     from asc.models import load_model
 
     smol = load_model("smollm2-135m")
-    snippets = load_corpus("humaneval", limit=2)
+    snippets = sorted(load_corpus("humaneval", limit=12), key=lambda s: len(s.source))[:2]  # the two shortest
     run_corpus(smol, snippets, tmp_path / "run", corpus="humaneval", progress=False)
     attribute_run(tmp_path / "run", smol, k=2)
     rows, _ = load_attribution(tmp_path / "run")
