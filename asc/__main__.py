@@ -1,5 +1,5 @@
-"""Command line: ``python -m asc {models,explain,eval,compare,causal,branch,attribute,intervene} ...`` (``--help`` on
-each): the
+"""Command line: ``python -m asc {models,explain,eval,compare,causal,branch,attribute,intervene,attribute-corpus} ...``
+(``--help`` on each): the
 argument parser; the commands' bodies are :mod:`asc.commands`.
 
 Errors the user can fix (missing file, invalid UTF-8, empty input, unknown model or corpus) exit
@@ -133,10 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_branch)
 
     from asc.why.cli_attribute import add_parser as add_attribute
+    from asc.why.cli_corpus import add_parser as add_attribute_corpus
     from asc.why.cli_intervene import add_intervene
 
     add_attribute(sub, _at_position)
     add_intervene(sub, _at_position, LANGUAGES, add_common)
+    add_attribute_corpus(sub)
     return parser
 
 

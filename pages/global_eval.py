@@ -24,6 +24,7 @@ from asc.viz.corpus_depth import depth_curves, layer_heatmap
 from asc.viz.forks import fork_bars
 from asc.viz.tables import shown
 from ui import access, cache, gate, guards, jobs, widgets
+from ui.corpus_attribution_view import attribution_section
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
@@ -179,6 +180,8 @@ else:
     st.caption(f"Share of each category's tokens that are fork points (the model's top-2 margin is small or its "
                f"entropy high: the thresholds each run was made with), pooled over the corpus; 95% intervals from "
                f"{n_boot} resamples of snippets (seed {seed}).")
+
+attribution_section(chosen, labels, int(n_boot), int(seed))  # runs with an attribution/ table (attribute-corpus)
 
 with st.expander("Export"):
     e1, e2, e3 = st.columns(3)

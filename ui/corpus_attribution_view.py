@@ -1,0 +1,87 @@
+"""The Global page's corpus attribution section: the target x source category matrix and the shares by AST distance
+of the chosen runs that hold an ``attribution/`` table (``python -m asc attribute-corpus RUN``), and their exports.
+
+The matrix (:func:`asc.why.matrix.run_matrix`) is cached per run folder, settings and the stamp of its attribution
+parts, so a run the command is still filling shows its new parts at the next rerun. Runs without attribution get a
+caption naming the command that makes it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import streamlit as st
+
+from asc.errors import CorpusError
+from asc.export import csv_text
+from asc.viz import figure_html
+from asc.viz.attribution_matrix import distance_curves, matrix_heatmap
+from asc.why.corpus_run import ATTRIBUTE_CORPUS_COMMAND, ATTRIBUTION_TABLE, has_attribution
+from asc.why.matrix import AttributionMatrix, run_matrix
+from ui.cache.stamp import change_stamp, run_stamp
+
+__all__ = ["attribution_section", "cached_matrix"]
+
+
+@st.cache_data(max_entries=12, show_spinner=False)
+def _matrix(path: str, label: str, n_boot: int, seed: int, stamp: str) -> AttributionMatrix:
+    return run_matrix(path, n_boot=n_boot, seed=seed, label=label)
+
+
+def cached_matrix(path: Path, label: str, n_boot: int, seed: int) -> AttributionMatrix | None:
+    """The attribution matrix of the run at ``path`` labelled ``label``, None when it has no attribution; re-read
+    when the run or its attribution gains a part."""
+    if not has_attribution(path):
+        return None
+    stamp = run_stamp(path) + change_stamp((path / ATTRIBUTION_TABLE).glob("*"))
+    return _matrix(str(path), label, n_boot, seed, stamp)
+
+
+def attribution_section(chosen: list[Path], labels: list[str], n_boot: int, seed: int) -> None:
+    """The section (module doc) for the chosen runs, labelled ``labels``."""
+    st.subheader("Corpus attribution (why this token?)")
+    found: dict[str, AttributionMatrix] = {}
+    for path, label in zip(chosen, labels, strict=True):
+        try:
+            matrix = cached_matrix(Path(path), label, n_boot, seed)
+        except CorpusError as err:
+            st.error(str(err))
+            continue
+        if matrix is not None:
+            found[label] = matrix
+    if not found:
+        st.caption(f"None of the chosen runs has corpus attribution: `{ATTRIBUTE_CORPUS_COMMAND}` computes gradient x "
+                   "input for 8 target nodes per snippet (`--k`), sampled by category, and stores where each "
+                   "prediction's attribution lies per source category and AST distance (about k gradient passes per "
+                   "snippet).")
+        return
+    name = st.selectbox("Attribution of", list(found), key="attr_run") if len(found) > 1 else next(iter(found))
+    matrix = found[name]
+    heat, curves = matrix_heatmap(matrix), distance_curves(matrix)
+    st.plotly_chart(heat, key="attr_matrix")
+    st.plotly_chart(curves, key="attr_distance")
+    table, distance = matrix.frame(), matrix.distance_frame()
+    st.dataframe(table, hide_index=True, width="stretch", key="attr_table",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                for c in ("share", "ci_low", "ci_high", "signed")})
+    st.caption(f"Gradient x input of {int(matrix.n_targets.sum())} target nodes in {matrix.n_snippets_all} snippets "
+               f"(k = {matrix.k} per snippet, stratified by category; a node's target is the mean log-probability of "
+               "its predicted tokens). A cell: the mean over the row's targets of the share of the absolute "
+               "attribution on the prompt tokens of the column's category (categories overlap where nodes nest, so a "
+               f"row need not add up to 1); {round(100 * matrix.ci)}% intervals from {matrix.n_boot} resamples of "
+               f"snippets (seed {matrix.seed}). Distance: edges on the tree path from a token's node to the target.")
+    with st.expander("Export the attribution matrix"):
+        e1, e2, e3 = st.columns(3)
+        e1.download_button("Matrix (CSV)", lambda: csv_text(table), "attribution-matrix.csv", "text/csv",
+                           on_click="ignore", key="dl_attr_csv")
+        e1.download_button("Distance shares (CSV)", lambda: csv_text(distance), "attribution-distance.csv",
+                           "text/csv", on_click="ignore", key="dl_attr_dist_csv")
+        e2.download_button("Matrix and distances (JSON)",
+                           lambda: json.dumps({"matrix": json.loads(table.to_json(orient="records")),
+                                               "distance": json.loads(distance.to_json(orient="records"))}, indent=1),
+                           "attribution-matrix.json", "application/json", on_click="ignore", key="dl_attr_json")
+        e3.download_button("Matrix heatmap (HTML)", lambda: figure_html(heat), "attribution-matrix.html", "text/html",
+                           on_click="ignore", key="dl_attr_heat")
+        e3.download_button("Distance chart (HTML)", lambda: figure_html(curves), "attribution-distance.html",
+                           "text/html", on_click="ignore", key="dl_attr_curves")
