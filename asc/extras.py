@@ -26,6 +26,7 @@ no import; a module set to ``None`` in ``sys.modules`` counts as missing (the te
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 from asc.errors import MissingExtraError
 
@@ -63,9 +64,11 @@ def missing_modules(*modules: str) -> list[str]:
     missing = []
     for module in modules:
         top = module.split(".")[0]
+        if sys.modules.get(top) is not None:  # imported already (a stand-in without __spec__ too)
+            continue
         try:
             found = importlib.util.find_spec(top)
-        except (ImportError, ValueError):  # ValueError: a module in sys.modules without __spec__
+        except (ImportError, ValueError):
             found = None
         if found is None and top not in missing:
             missing.append(top)

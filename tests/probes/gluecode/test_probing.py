@@ -99,7 +99,7 @@ def test_errors_name_the_fix(npath_corpus, tmp_path):
         probe_task("NPATH", str(npath_corpus), size=12)
     one = tmp_path / "one"
     _write(one, "pkg0", "\n\n".join(npath_function(f"f{v}", c, v) for v, c in CHAINS.items()))
-    with pytest.raises(CorpusError, match="more packages"):
+    with pytest.raises(CorpusError, match="too small for a dev and a test split.*give a bigger folder"):
         probe_task("NPATH", str(one), size=24)
 
 
