@@ -18,7 +18,7 @@ import json
 import numpy as np
 import streamlit as st
 
-from asc import AscError, Explanation
+from asc import Explanation
 from asc.export import csv_text
 from asc.viz.html import figure_html
 from asc.viz.why import patching_heatmap
@@ -27,7 +27,8 @@ from asc.why.patching import Patching
 from ui import charts
 from ui.cache.why import cached_patching, explanation_key
 from ui.results import InspectorResult
-from ui.why_view import requested
+from ui.why_view import computed, requested
+from ui.widgets import plain
 
 STATE = "patch_request"
 SPANS = {"changed": "the changed nodes", "after": "the changed nodes and every named leaf up to the target"}
@@ -52,10 +53,10 @@ def _controls(ex: Explanation, choices: list[int]) -> tuple[int, str, str] | Non
 
 
 def _show(p: Patching) -> None:
-    st.markdown(f"**{p.description}** · target {p.target.get('text', '')!r}: log p clean {p.clean_value:.4f}, "
+    st.markdown(f"**{plain(p.description)}** · target {plain(repr(p.target.get('text', '')))}: log p clean {p.clean_value:.4f}, "
                 f"corrupted {p.corrupted_value:.4f} · {p.method} runs, {p.cost:.1f} forward passes")
     if p.note:
-        st.caption(p.note)
+        st.caption(plain(p.note))
     with st.expander("The corrupted code"):
         st.code(p.corrupted, language=None)
     fig = patching_heatmap(p)
@@ -93,11 +94,8 @@ def section(result: InspectorResult, ex: Explanation) -> None:
         return
     chosen = result.settings
     index, spec, spans = asked
-    try:
-        with st.spinner("Patching every layer..."):
-            p = cached_patching(result.model, chosen.trust_remote_code, chosen.device, chosen.dtype, key, ex, index,
-                                spec, spans)
-    except AscError as err:
-        st.error(str(err))
+    p = computed("Patching every layer...", lambda: cached_patching(
+        result.model, chosen.trust_remote_code, chosen.device, chosen.dtype, key, ex, index, spec, spans))
+    if p is None:
         return
     _show(p)

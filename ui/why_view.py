@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import streamlit as st
@@ -32,6 +33,7 @@ from ui import charts
 from ui.cache.why import cached_attribution, explanation_key
 from ui.results import InspectorResult
 
+T = TypeVar("T")
 STATE = "why_request"
 METHOD_NAMES = {"grad": "gradient x input", "ig": "integrated gradients", "occlusion": "occlusion (syntax-aware)"}
 NO_CONTRAST = "(none: the token's log-probability)"
@@ -125,6 +127,16 @@ def _show(attr: Attribution) -> None:
                            "attribution-complete.html", "text/html", on_click="ignore", key="dl_why_complete")
 
 
+def computed(spinner: str, run: Callable[[], T]) -> T | None:
+    """``run()`` under a spinner; None, with its message shown as an error, when it raises an :class:`AscError`."""
+    try:
+        with st.spinner(spinner):
+            return run()
+    except AscError as err:
+        st.error(str(err))
+        return None
+
+
 def requested(state: str, key: tuple, request: Any, label: str, button_key: str, hint: str) -> Any:
     """The request kept in ``st.session_state[state]`` for the explanation ``key``: the widgets' ``request`` once the
     button ``label`` is pressed, kept across reruns until another explanation is shown; None (and ``hint`` as a
@@ -153,12 +165,9 @@ def section(result: InspectorResult, ex: Explanation, selected: int | None, n_pr
     if asked is None:
         return
     chosen = result.settings
-    try:
-        with st.spinner("Attributing..."):
-            attr = cached_attribution(result.model, chosen.trust_remote_code, chosen.device, chosen.dtype, key, ex,
-                                      **asked)
-    except AscError as err:
-        st.error(str(err))
+    attr = computed("Attributing...", lambda: cached_attribution(
+        result.model, chosen.trust_remote_code, chosen.device, chosen.dtype, key, ex, **asked))
+    if attr is None:
         return
     if not math.isfinite(attr.value):
         st.warning("The target has no finite value here: nothing to attribute.")

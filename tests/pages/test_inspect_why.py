@@ -91,7 +91,9 @@ def test_corrupt_and_patch_draws_the_backends_heatmap_and_exports_it(app, tiny):
     np.testing.assert_allclose(got, expected.restored, rtol=1e-5, atol=1e-7)
     table = next(d.value for d in app.dataframe if "all spans" in d.value.columns)
     np.testing.assert_allclose(table["all spans"].to_numpy(dtype=float), expected.all_restored, rtol=1e-5)
-    assert any(m.value.startswith(f"**{expected.description}**") for m in app.markdown)
+    from ui.widgets import plain
+
+    assert any(m.value.startswith(f"**{plain(expected.description)}**") for m in app.markdown)
     assert {"Patching JSON", "Per category CSV", "Heatmap (HTML)"} <= {b.label for b in app.get("download_button")}
 
 
