@@ -230,6 +230,9 @@ def _locate(bundle: ModelBundle, corruption: Corruption, target: int | Any | Non
         line, col = src.count("\n", 0, first) + 1, first - (src.rfind("\n", 0, first) + 1) + 1
         raise InputError(f"the target token {index} comes before the corruption's first edit (at {line}:{col}), so "
                          "nothing it is predicted from changes: give --at a position after the edit")
+    if max(index, int(where[0])) >= bundle.context_length:
+        raise InputError(f"the target token {index} lies past the model's context of {bundle.context_length} tokens: "
+                         "pick a token nearer the start, or shorten the snippet")
     return index, int(where[0])
 
 
@@ -268,7 +271,9 @@ def patch(bundle: ModelBundle, corruption: Corruption, target: int | Any | None 
     picked = np.arange(all_layers) if layers is None else np.asarray(sorted(set(layers)), dtype=np.int64)
     if len(picked) and not (0 <= picked.min() and picked.max() < all_layers):
         raise InputError(f"layers must lie in 0..{all_layers - 1}")
-    clean_runs, bad_runs = record(bundle, clean_tok[0], method), record(bundle, bad_tok[0], method)
+    # the model runs on at most its context: tokens past it come after the target, which cannot read them
+    n_clean, n_bad = (min(len(tok[0]), bundle.context_length) for tok in (clean_tok, bad_tok))
+    clean_runs, bad_runs = record(bundle, clean_tok[0][:n_clean], method), record(bundle, bad_tok[0][:n_bad], method)
     clean_value, bad_value = float(clean_runs.logprobs[index - 1]), float(bad_runs.logprobs[t_bad - 1])
     tree = parse(corruption.source, language)
     cmap = load_categories(language)
@@ -283,11 +288,14 @@ def patch(bundle: ModelBundle, corruption: Corruption, target: int | Any | None 
     for node in nodes:
         toks = alignment.tokens_of(node)
         pairs = np.array([(i, clean_of[int(i)]) for i in toks if int(i) in clean_of], dtype=np.int64).reshape(-1, 2)
-        if len(toks) and not len(pairs):
+        inside = (pairs[:, 0] < n_clean) & (pairs[:, 1] < n_bad)
+        if len(pairs) and not inside.any():
+            skipped[node] = f"past the model's context of {bundle.context_length} tokens (after the target)"
+        elif len(toks) and not len(pairs):
             skipped[node] = "no aligned token (the corruption changed its token count)"
         elif not len(toks):
             skipped[node] = "no token of its own"
-        span_pairs.append(pairs)
+        span_pairs.append(pairs[inside])
     categories = [cmap.category_of(tree.type[n]) for n in nodes]
     groups: dict[str, np.ndarray] = {}
     for c in dict.fromkeys(c for c in categories if c):
@@ -307,6 +315,9 @@ def patch(bundle: ModelBundle, corruption: Corruption, target: int | Any | None 
     notes = []
     if abs(full) <= 1e-12:
         notes.append("the corruption does not change the target (clean == corrupted): no share to restore (NaN)")
+    if n_clean < len(clean_tok[0]) or n_bad < len(bad_tok[0]):
+        notes.append(f"the snippet is longer than the model's context of {bundle.context_length} tokens: both runs "
+                     "stop there (the target comes before, and cannot read what follows)")
     if len(unaligned_bad) or len(unaligned_clean):
         notes.append(f"{len(unaligned_clean)} clean and {len(unaligned_bad)} corrupted tokens have no counterpart "
                      "(the corruption changed the token count there); only aligned positions were patched")

@@ -175,3 +175,20 @@ def test_a_target_before_the_corruption_is_refused_naming_the_edit(tiny):
         target_values(tiny, c, early)
     with pytest.raises(InputError, match="give --at a position after the edit"):
         patch(tiny, c, early)
+
+
+def test_a_snippet_longer_than_the_context_is_patched_up_to_it_and_a_target_past_it_is_refused(tiny):
+    """The tiny model reads 64 tokens. A snippet past that runs up to the context (a target inside it reads nothing
+    later) with a note, equal to patching the snippet cut where the context ends; a target past it is one message."""
+    long_src = SRC + "".join(f"\n\ndef more_{k}(values):\n    return [v * {k} for v in values]\n" for k in range(6))
+    assert len(encode(tiny, long_src)[0]) > tiny.context_length
+    c = corrupt(long_src, "rename:letter:c")
+    target = default_target(tiny, SRC)
+    p = patch(tiny, c, target, spans="changed")
+    assert "longer than the model's context of 64 tokens" in p.note
+    short = patch(tiny, corrupt(SRC, "rename:letter:c"), target, spans="changed")
+    assert p.clean_value == pytest.approx(short.clean_value, abs=1e-5)
+    np.testing.assert_allclose(p.effect, short.effect, atol=1e-5)
+    last = default_target(tiny, long_src)
+    with pytest.raises(InputError, match="past the model's context of 64 tokens: pick a token nearer the start"):
+        patch(tiny, c, last)
