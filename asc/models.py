@@ -12,7 +12,8 @@
 4. a Hugging Face hub id in ``org/name`` form (needs network; bare names such as ``gpt2`` are not
    guessed to be hub ids, so a typo of an embedded name fails fast with the list of valid names).
 
-GGUF weights are de-quantized by transformers on first load (about 30 s for SmolLM2 on 2 cores);
+GGUF weights are de-quantized by transformers on first load (about 10 CPU-s for SmolLM2, 29 for Gemma 3, with the
+file parsed once: :mod:`asc.gguf_once`);
 the fp32 result is saved as safetensors under :func:`cache_dir` so later loads take seconds.
 ``trust_remote_code`` is off unless the caller turns it on. ``device``/``dtype`` (default CPU float32,
 see :mod:`asc.device`) place the weights after a check that they fit in the device's free memory.
@@ -288,12 +289,15 @@ def _from_gguf(name: str, path: Path, trust_remote_code: bool, target: tuple[Any
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from asc.gguf_once import parse_once
+
     _check_gguf_magic(path)
     log.info("de-quantizing %s (first load only; cached under %s)", path, cached)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
-                                                     trust_remote_code=trust_remote_code)
+        with parse_once():  # one parse of the file instead of three (asc.gguf_once)
+            tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+            model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
+                                                         trust_remote_code=trust_remote_code)
     except ImportError as err:
         raise ModelLoadError(f"loading GGUF needs the gguf package ({err}): pip install asc-studio (a clone: make "
                              "setup)") from err

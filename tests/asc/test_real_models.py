@@ -1,6 +1,6 @@
 """Integration tests on the real embedded models (SmolLM2-135M default, Gemma-3-270M).
 
-The first run de-quantizes the GGUF weights (about 20 s for SmolLM2, 90 s for Gemma) into the
+The first run de-quantizes the GGUF weights (about 10 CPU-s for SmolLM2, 30 for Gemma: asc.gguf_once) into the
 user cache; later runs load the cached safetensors in seconds.
 """
 

@@ -93,9 +93,11 @@ def test_cli_eval_layers_prints_the_layer_summary(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_ray_writes_the_same_layers(ray_local, layered, snippets, tmp_path):
+    """One actor (each starts torch and the model): the layers table travels the engine's path; two actors sharing a
+    run write the local engine's folder (tests/asc/corpus/test_engines.py)."""
     from asc.corpus.engines import run_corpus_ray
 
-    out = run_corpus_ray("tiny-random", snippets, tmp_path / "ray", corpus="humaneval", batch_size=4, workers=2,
+    out = run_corpus_ray("tiny-random", snippets, tmp_path / "ray", corpus="humaneval", batch_size=4, workers=1,
                          progress=False, layers=True)
     keys = ["snippet_id", "layer", "node"]
     a = pd.read_parquet(layered / "layers").sort_values(keys).reset_index(drop=True)

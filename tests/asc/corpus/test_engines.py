@@ -1,5 +1,9 @@
-"""asc.corpus.engines: a Ray run (local Ray, two actors) writes the local engine's run folder value for value,
-and a run stopped under one engine resumes under the other without duplicates; ``import asc`` leaves Ray out."""
+"""asc.corpus.engines: a Ray run (local Ray, two actors sharing its chunks) writes the local engine's run folder
+value for value, and a run stopped under one engine resumes under the other without duplicates; ``import asc``
+leaves Ray out.
+
+Each actor imports torch and transformers and loads the model (seconds of CPU), so only the first test starts two;
+the others need one actor to make their claim."""
 
 import subprocess
 import sys
@@ -38,9 +42,14 @@ def reference(tiny, snippets, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_ray_run_equals_local_run(ray_local, reference, snippets, tmp_path):
+def test_ray_run_equals_local_run(ray_local, reference, snippets, tmp_path, monkeypatch):
+    """Two actors share the run: Ray Data waits until both have loaded the model before it hands out the three chunks
+    (else the first actor up may take all three while the second still imports torch)."""
+    import ray.data
+
     from asc.corpus.engines import run_corpus_ray
 
+    monkeypatch.setattr(ray.data.DataContext.get_current(), "wait_for_min_actors_s", 300)
     out = run_corpus_ray("tiny-random", snippets, tmp_path / "ray", corpus="humaneval", batch_size=4, workers=2,
                          progress=False)
     run = load_run(out)
@@ -62,6 +71,7 @@ def test_a_model_the_actors_cannot_load_is_one_clear_error(ray_local, snippets, 
 
 @pytest.mark.slow
 def test_runs_resume_across_engines(ray_local, tiny, reference, snippets, tmp_path):
+    """One actor per Ray run: resuming is about the folder, not the pool (two actors share a run above)."""
     from asc.__main__ import main
     from asc.corpus.engines import run_corpus_ray
 
@@ -69,14 +79,14 @@ def test_runs_resume_across_engines(ray_local, tiny, reference, snippets, tmp_pa
     run_corpus(tiny, snippets[: N // 2], tmp_path / "a", corpus="humaneval", batch_size=4,
                progress=False)
     code = main(["eval", "--model", "tiny-random", "--corpus", "humaneval", "--limit", str(N), "--out",
-                 str(tmp_path / "a"), "--engine", "ray", "--workers", "2", "--batch-size", "4", "--quiet",
+                 str(tmp_path / "a"), "--engine", "ray", "--workers", "1", "--batch-size", "4", "--quiet",
                  "--n-boot", "20"])
     assert code == 0
     _assert_same_run(reference, load_run(tmp_path / "a"), exact=False)  # other chunks: padding may differ
 
     # ray stopped after its first chunk, then the local engine finishes it
     seen: list[int] = []
-    run_corpus_ray("tiny-random", snippets, tmp_path / "b", corpus="humaneval", batch_size=4, workers=2,
+    run_corpus_ray("tiny-random", snippets, tmp_path / "b", corpus="humaneval", batch_size=4, workers=1,
                    progress=False, on_progress=lambda done, total: seen.append(done), should_stop=lambda: True)
     partial = load_run(tmp_path / "b")
     assert seen == [4] and len(partial.snippets) == 4 and not partial.meta.get("finished")

@@ -222,9 +222,11 @@ def test_a_stopped_run_resumes_to_the_same_forks(forked, tiny, snippets, tmp_pat
 
 @pytest.mark.slow
 def test_ray_writes_the_same_forks(ray_local, forked, snippets, tmp_path):
+    """One actor (each starts torch and the model): the forks table travels the engine's path; two actors sharing a
+    run write the local engine's folder (tests/asc/corpus/test_engines.py)."""
     from asc.corpus.engines import run_corpus_ray
 
-    out = run_corpus_ray("tiny-random", snippets, tmp_path / "ray", corpus="humaneval", batch_size=4, workers=2,
+    out = run_corpus_ray("tiny-random", snippets, tmp_path / "ray", corpus="humaneval", batch_size=4, workers=1,
                          progress=False, forks=MID)
     for table in ("forks", "tokens", "nodes"):
         a, b = pd.read_parquet(forked / table), pd.read_parquet(out / table)
