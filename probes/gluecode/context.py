@@ -112,12 +112,13 @@ class FunctionContexts:
     line: int = 1
     margin: int = 0
     file_noncode: list[tuple[int, int]] | None = field(default=None, compare=False, repr=False)
+    file_starts: list[int] | None = field(default=None, compare=False, repr=False)  # line_starts(file) when known
 
     def file_offset(self, offset: int) -> int:
         """The character offset in ``file`` of character ``offset`` of ``function``."""
         row = self.function.count("\n", 0, offset)
         col = offset - (self.function.rfind("\n", 0, offset) + 1)
-        starts = line_starts(self.file)
+        starts = line_starts(self.file) if self.file_starts is None else self.file_starts
         return starts[self.line - 1 + row] + self.margin + col
 
 
@@ -132,24 +133,28 @@ def mask_contexts(ctx: FunctionContexts, *, name: str | None = None, span: tuple
         return replace(ctx, function=mask_name(ctx.function, name, strings=strings),
                        file=mask_name(ctx.file, name, noncode=ctx.file_noncode, strings=strings) if ctx.file else "",
                        callgraph=mask_name(ctx.callgraph, name, strings=strings) if ctx.callgraph else "",
-                       file_noncode=None)
+                       file_noncode=None, file_starts=None)
     assert span is not None
     start, end = span
     file = ctx.file
     if file:
+        if ctx.file_starts is None:
+            ctx = replace(ctx, file_starts=line_starts(file))  # once for both ends
         fs, fe = ctx.file_offset(start), ctx.file_offset(end)
         if file[fs:fe] != ctx.function[start:end]:
             raise InputError(f"mask_contexts: the span {start}:{end} does not map onto the file; locate the "
                              "function again (locate_function)")
         file = mask_span(file, fs, fe)
-    return replace(ctx, function=mask_span(ctx.function, start, end), file=file, file_noncode=None)
+    return replace(ctx, function=mask_span(ctx.function, start, end), file=file, file_noncode=None, file_starts=None)
 
 
 # ---------------------------------------------------------------------------------------------- text helpers
-def locate_function(function: str, file_text: str, line: int) -> int | None:
+def locate_function(function: str, file_text: str, line: int, file_lines: list[str] | None = None) -> int | None:
     """The indentation margin (characters) of ``function`` found at 1-based ``line`` of ``file_text``: every
-    non-blank function line must equal the file line minus its first ``margin`` characters. None otherwise."""
-    f_lines, file_lines = function.split("\n"), file_text.split("\n")
+    non-blank function line must equal the file line minus its first ``margin`` characters. None otherwise.
+    ``file_lines``: ``file_text.split("\\n")`` when known (:meth:`~probes.gluecode.callgraph.ModuleInfo.lines`)."""
+    f_lines = function.split("\n")
+    file_lines = file_text.split("\n") if file_lines is None else file_lines
     if line < 1 or line - 1 + len(f_lines) - 1 > len(file_lines):
         return None
     first = file_lines[line - 1]
@@ -177,7 +182,7 @@ def build_contexts(function: str, path: str, line: int, files: CorpusFiles | Non
     info = files.module(path)
     if info is None:
         return None
-    margin = locate_function(function, info.text, line)
+    margin = locate_function(function, info.text, line, info.lines())
     if margin is None:
         return None
     text = ""
@@ -191,4 +196,5 @@ def build_contexts(function: str, path: str, line: int, files: CorpusFiles | Non
                 target.lineno = line
         if isinstance(target, _Func):
             text = callgraph_text(target, path, files.index(path), exclude_callees, info.external())
-    return FunctionContexts(function, info.text, text, line, margin, info.noncode() if for_names else None)
+    return FunctionContexts(function, info.text, text, line, margin, info.noncode() if for_names else None,
+                            info.line_starts())
