@@ -1,7 +1,8 @@
 """A corpus's worth of Python ``ast`` trees: list walks, and the cyclic garbage collector paused while a build holds them.
 
 The INSPECT and glueCode task builders (:mod:`probes.inspect.tasks`, :mod:`probes.gluecode.build`) parse every
-function of a corpus (8,456 in the stdlib, about 660,000 nodes) and walk each several times per task.
+function of a corpus (8,456 in the stdlib, about 660,000 nodes) and walk each several times per task; BLANCA's usage
+scan (:mod:`probes.blanca.usage`) walks the stdlib's 1,500 files with their test suite.
 
 * :func:`walk` and :func:`child_nodes` give the nodes ``ast.walk`` and ``ast.iter_child_nodes`` give, in the same
   order (expression contexts such as ``Load`` included), as lists read off each node's ``_fields``: a quarter faster
