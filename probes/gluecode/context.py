@@ -35,7 +35,7 @@ import keyword
 import logging
 import re
 import tokenize
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from asc.errors import InputError
@@ -69,8 +69,23 @@ def noncode_spans(text: str) -> list[tuple[int, int]]:
     return merge_spans([(t.start, t.end) for t in toks if t.kind in (tokenize.STRING, tokenize.COMMENT)])
 
 
-def _word(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+_WORD_CHAR = re.compile(r"\w")
+
+
+def _whole_words(text: str, name: str) -> Iterator[int]:
+    """Where ``name`` stands as a whole word in ``text``, left to right: the starts of the matches of
+    ``(?<!\\w)name(?!\\w)`` (``re.finditer``'s), found with ``str.find`` and the two neighbours checked, which is many
+    times faster than the regex on a whole file (it tries the lookbehind at every character)."""
+    if not name:
+        yield from (m.start() for m in re.finditer(r"(?<!\w)(?!\w)", text))
+        return
+    n, start = len(name), 0
+    while (i := text.find(name, start)) >= 0:
+        if (i == 0 or not _WORD_CHAR.match(text, i - 1)) and not _WORD_CHAR.match(text, i + n):
+            yield i
+            start = i + n
+        else:
+            start = i + 1
 
 
 def mask_name(text: str, name: str, replacement: str = MASK,
@@ -85,12 +100,12 @@ def mask_name(text: str, name: str, replacement: str = MASK,
     spans = [] if strings else noncode_spans(text) if noncode is None else noncode
     span_starts = [s for s, _ in spans]
     out, pos = [], 0
-    for m in _word(name).finditer(text):
-        j = bisect.bisect_right(span_starts, m.start()) - 1
-        if j >= 0 and m.start() < spans[j][1]:
+    for at in _whole_words(text, name):
+        j = bisect.bisect_right(span_starts, at) - 1
+        if j >= 0 and at < spans[j][1]:
             continue
-        out += [text[pos:m.start()], replacement]
-        pos = m.end()
+        out += [text[pos:at], replacement]
+        pos = at + len(name)
     out.append(text[pos:])
     return "".join(out)
 
@@ -98,7 +113,7 @@ def mask_name(text: str, name: str, replacement: str = MASK,
 def name_visible(text: str, name: str) -> bool:
     """Whether ``name`` still occurs in ``text`` as a whole word (after :func:`mask_name`: in a string or
     comment, e.g. a docstring or ``__all__``)."""
-    return _word(name).search(text) is not None
+    return next(_whole_words(text, name), None) is not None
 
 
 @dataclass(frozen=True)
