@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from asc.errors import InputError
 from probes.features import PROBE_MAX_TOKENS
@@ -25,6 +25,7 @@ from probes.gluecode.probing import PROBE_INFO, PROBE_TASKS
 from probes.inspect.runs import run_layers
 from probes.inspect.tasks import TASK_INFO as INSPECT_INFO
 from probes.inspect.tasks import TASK_NAMES as INSPECT_TASKS
+from probes.pyast import gc_paused
 
 if TYPE_CHECKING:
     from asc.models import ModelBundle
@@ -55,7 +56,8 @@ def build_tasks(names: Sequence[str], corpus: str = "stdlib", size: int = 1000, 
     """Tasks by name (INSPECT's, glueCode's NPATH and NULL; ``"all"``: INSPECT's 15) built from ``corpus`` in the
     order named, then external TSV task files, then the tasks of ``extra`` (parsed already, e.g. uploads:
     :func:`probes.inspect.taskfile.store_upload`). ``roots`` confines a corpus path
-    (:func:`asc.corpus.sources.check_corpus_spec`; the shared app passes its policy's). The corpus is loaded once.
+    (:func:`asc.corpus.sources.check_corpus_spec`; the shared app passes its policy's). The corpus is loaded, and each
+    of its functions parsed, once.
 
     Raises :class:`~asc.errors.InputError` listing the valid names for an unknown task, and for an empty selection.
     """
@@ -67,12 +69,15 @@ def build_tasks(names: Sequence[str], corpus: str = "stdlib", size: int = 1000, 
     tasks: list[Task] = []
     if wanted:
         snippets = load_corpus(corpus, roots=roots)
-        for name in wanted:
-            if name in GLUECODE_TASKS:
-                tasks.append(probe_task(name, corpus, size=size, seed=seed, roots=roots, snippets=snippets))
-            else:
-                task = build_task(name, snippets, size=size, seed=seed)
-                tasks.append(replace(task, meta={**task.meta, "corpus": corpus}))  # meta is not part of the hash
+        parsed: dict[int, Any] = {}  # each snippet's function node, parsed once for all the tasks
+        with gc_paused():  # the trees stay alive between the tasks (probes.pyast)
+            for name in wanted:
+                if name in GLUECODE_TASKS:
+                    tasks.append(probe_task(name, corpus, size=size, seed=seed, roots=roots, snippets=snippets,
+                                            parsed=parsed))
+                else:
+                    task = build_task(name, snippets, size=size, seed=seed, parsed=parsed)
+                    tasks.append(replace(task, meta={**task.meta, "corpus": corpus}))  # meta is not hashed
     for path in task_files:
         tasks.append(load_tsv(path))  # says what a path that is no file is (a folder, a FIFO, a device)
     tasks += list(extra)

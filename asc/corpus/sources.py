@@ -15,7 +15,9 @@ A corpus spec is one of:
 
 Functions are top-level functions and methods (a function nested in another stays part of its
 outer function), dedented. Size filters (``min_lines``/``max_lines``) apply to extracted functions;
-for ``humaneval`` and JSONL they apply only when given. Identical snippets are kept once.
+for ``humaneval`` and JSONL they apply only when given. Identical snippets are kept once. A whole load of
+``stdlib`` or ``algorithms`` is kept for the process and given again (the same snippets, a new list) while no
+file of the folder has changed (size, times and inode of every source file, looked at in milliseconds).
 Files that are not valid UTF-8 are skipped with a warning, and so are snippets whose syntax tree is deeper than
 :data:`asc.syntax.MAX_AST_DEPTH` (which the explanation would refuse).
 
@@ -370,12 +372,47 @@ def load_corpus(spec: str, limit: int | None = None, min_lines: int | None = Non
         raise CorpusError(f"limit must be at least 1 (got {limit}); leave it out to read the whole corpus")
     check_line_range(min_lines, max_lines)
     check_corpus_spec(spec, roots)
-    with closing(_iter_corpus(spec, min_lines, max_lines, confined.corpus_roots(spec, roots))) as snippets:  # closes what it opened
+    confine = confined.corpus_roots(spec, roots)
+    memo = (spec, min_lines, max_lines, tuple(confine) if confine is not None else None)
+    stamp = _stamp(spec) if limit is None and spec in ("stdlib", "algorithms") else None
+    if stamp is not None and _LOADED.get(memo, (None,))[0] == stamp:
+        return list(_LOADED[memo][1])
+    with closing(_iter_corpus(spec, min_lines, max_lines, confine)) as snippets:  # closes what it opened
         out = _unique(snippets, limit)
     if not out:
         raise CorpusError(f"corpus {spec!r} has no snippet that passes the filters "
                           f"(min_lines={min_lines}, max_lines={max_lines})")
-    return out
+    if stamp is not None:
+        _LOADED[memo] = (stamp, out)
+    return list(out)
+
+
+# Whole loads of a built-in corpus (stdlib: 1.8 s of CPU) in this process, by spec, filters and confinement: a later
+# load returns the same snippets (frozen) when no file has changed since (_stamp); warnings are logged once.
+_LOADED: dict[tuple, tuple[tuple, list[Snippet]]] = {}
+
+
+def _stamp(spec: str) -> tuple:
+    """What a load of built-in corpus ``spec`` reads, cheaply: the relative path, size, change time and inode of
+    every source file in the folders it enters (a few milliseconds for the stdlib's 580 files)."""
+    root = confined.builtin_folder(spec)
+    assert root is not None
+    found: list[tuple] = []
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        if _keep_dir(entry.name):
+                            stack.append(Path(entry.path))
+                    elif Path(entry.name).suffix in _EXTENSIONS:
+                        st = entry.stat()
+                        found.append((entry.path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+        except OSError as err:  # a folder or file gone or unreadable: never equal to a stamp taken before
+            found.append((str(folder), repr(err)))
+    return tuple(sorted(found, key=str))
 
 
 def _unique(snippets: Iterable[Snippet], limit: int | None) -> list[Snippet]:

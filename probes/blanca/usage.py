@@ -40,6 +40,7 @@ from pathlib import Path
 from asc.errors import InputError
 from probes.blanca.classes import ClassCatalog
 from probes.blanca.items import ScoredPairItem, split_of
+from probes.pyast import child_nodes, gc_paused, walk
 
 __all__ = ["USAGE_BINS", "UsageIndex", "extract_usage", "module_imports", "sample_usage_pairs", "scan_usage",
            "source_files", "usage_items", "usage_similarity"]
@@ -65,11 +66,13 @@ class UsageIndex:
         return {c: frozenset(m) for c, m in sorted(self.methods.items()) if len(m) >= min_methods}
 
 
-def module_imports(tree: ast.Module, module: str = "", is_package: bool = False) -> dict[str, str]:
-    """Local names bound by the file's imports (anywhere in it) to the dotted names they stand for."""
+def module_imports(tree: ast.Module, module: str = "", is_package: bool = False,
+                   nodes: list[ast.AST] | None = None) -> dict[str, str]:
+    """Local names bound by the file's imports (anywhere in it) to the dotted names they stand for. ``nodes``:
+    ``walk(tree)`` (:func:`probes.pyast.walk`) when known."""
     package = module if is_package else module.rpartition(".")[0]
     out: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree) if nodes is None else nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -98,8 +101,9 @@ def _dotted(node: ast.expr) -> list[str] | None:
 
 
 class _Resolver:
-    def __init__(self, tree: ast.Module, module: str, is_package: bool, known: Collection[str] | None) -> None:
-        self.imports = module_imports(tree, module, is_package)
+    def __init__(self, tree: ast.Module, module: str, is_package: bool, known: Collection[str] | None,
+                 nodes: list[ast.AST]) -> None:
+        self.imports = module_imports(tree, module, is_package, nodes)
         self.local = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
         self.module, self.known = module, known
 
@@ -130,7 +134,7 @@ def _scope_nodes(body: Iterable[ast.AST]) -> Iterable[ast.AST]:
         node = stack.pop()
         yield node
         if not isinstance(node, _SCOPES):
-            stack.extend(ast.iter_child_nodes(node))
+            stack += child_nodes(node)
 
 
 def _events(body: list[ast.stmt], resolve: _Resolver) -> list[tuple[tuple[int, int], str, str, str | None]]:
@@ -139,7 +143,7 @@ def _events(body: list[ast.stmt], resolve: _Resolver) -> list[tuple[tuple[int, i
     events: list[tuple[tuple[int, int], str, str, str | None]] = []
 
     def bind(target: ast.AST, value: ast.expr | None, end: ast.AST) -> None:
-        for name in (n for n in ast.walk(target) if isinstance(n, ast.Name)):
+        for name in (n for n in walk(target) if isinstance(n, ast.Name)):
             cls = resolve.cls(value) if value is not None and target is name else None
             events.append(((getattr(end, "end_lineno", 0) or 0, getattr(end, "end_col_offset", 0) or 0), "bind",
                            name.id, cls))
@@ -168,11 +172,12 @@ def _events(body: list[ast.stmt], resolve: _Resolver) -> list[tuple[tuple[int, i
     return sorted(events, key=lambda e: (e[0], e[1] != "call"))
 
 
-def _self_attributes(cls_node: ast.ClassDef, resolve: _Resolver) -> dict[str, str]:
-    """``self.attr`` of a class bound to instances of one class: every ``self.attr = C(...)`` in its methods that
-    constructs a class names the same one (other assignments, ``self.attr = None``, are ignored)."""
+def _self_attributes(cls_nodes: list[ast.AST], resolve: _Resolver) -> dict[str, str]:
+    """``self.attr`` of a class (given as its nodes, ``walk(class)``) bound to instances of one class: every
+    ``self.attr = C(...)`` in its methods that constructs a class names the same one (other assignments,
+    ``self.attr = None``, are ignored)."""
     seen: dict[str, set[str]] = {}
-    for node in ast.walk(cls_node):
+    for node in cls_nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             cls = resolve.cls(node.value)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -188,12 +193,18 @@ def extract_usage(source: str, module: str = "", is_package: bool = False,
 
     ``module`` is the file's dotted module name (for relative imports and its own classes); ``known`` restricts
     classes to those names. A file that does not parse is an :class:`~asc.errors.InputError`."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError) as err:
-        raise InputError(f"{module or 'the source'} does not parse as Python ({err})") from None
-    resolve = _Resolver(tree, module, is_package, known)
-    scopes = [tree.body] + [n.body for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    with gc_paused():  # a large file's tree, among the caller's objects (probes.pyast)
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError) as err:
+            raise InputError(f"{module or 'the source'} does not parse as Python ({err})") from None
+        return _usage(tree, module, is_package, known)
+
+
+def _usage(tree: ast.Module, module: str, is_package: bool, known: Collection[str] | None) -> dict[str, Counter[str]]:
+    nodes = walk(tree)  # once, in ast.walk's order, for the imports, the scopes and the classes
+    resolve = _Resolver(tree, module, is_package, known, nodes)
+    scopes = [tree.body] + [n.body for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     out: dict[str, Counter[str]] = {}
     for body in scopes:
         bound: dict[str, str | None] = {}
@@ -204,9 +215,10 @@ def extract_usage(source: str, module: str = "", is_package: bool = False,
                 out.setdefault(name, Counter())[str(value)] += 1
             elif bound.get(name):
                 out.setdefault(str(bound[name]), Counter())[str(value)] += 1
-    for cls_node in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
-        attrs = _self_attributes(cls_node, resolve)
-        for node in ast.walk(cls_node) if attrs else ():
+    for cls_node in (n for n in nodes if isinstance(n, ast.ClassDef)):
+        cls_nodes = walk(cls_node)
+        attrs = _self_attributes(cls_nodes, resolve)
+        for node in cls_nodes if attrs else ():
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and not node.func.attr.startswith("_") and isinstance(node.func.value, ast.Attribute)
                     and isinstance(node.func.value.value, ast.Name) and node.func.value.value.id == "self"
@@ -241,6 +253,11 @@ def scan_usage(roots: Sequence[str | Path] | None = None, known: Collection[str]
     read too unless ``include_tests`` is False: they are client code of the classes, as the paper's GitHub programs
     are (the standard library's ``test`` package nearly triples the classes with two or more methods used)."""
     folders = [Path(sysconfig.get_paths()["stdlib"])] if roots is None else [Path(r) for r in roots]
+    with gc_paused():  # one pause for all the files (probes.pyast)
+        return _scan(folders, known, include_tests)
+
+
+def _scan(folders: list[Path], known: Collection[str] | None, include_tests: bool) -> UsageIndex:
     methods: dict[str, Counter[str]] = {}
     failed, files = [], 0
     for folder in folders:

@@ -58,6 +58,7 @@ and task; NAME keeps no short names; call kinds by name, not by types.
 from __future__ import annotations
 
 import ast
+import bisect
 import logging
 import time
 from collections import Counter
@@ -77,6 +78,7 @@ from probes.gluecode.items import CONTEXTS, MASK, NPATH_BUCKETS, OPERATORS, SPLI
 from probes.gluecode.masks import Site, call_sites, name_ok, operator_sites, still_parses
 from probes.gluecode.splits import finer_split, unit_at
 from probes.inspect.labels import function_node, npath
+from probes.pyast import gc_paused
 
 __all__ = ["BUILDABLE", "BUILD_VERSION", "N_DISTRACTORS", "SHORT_CHARS", "TASK_CLASSES", "build_items",
            "build_items_from", "build_provenance", "build_task_sets", "class_of", "corpus_files"]
@@ -160,12 +162,13 @@ def build_task_sets(tasks: Sequence[str], corpus_spec: str, size: int = 1000, se
     files = corpus_files(corpus_spec, roots)
     parsed: dict[int, Any] = {}  # each snippet's function node, parsed once for all the tasks
     out = {}
-    for task in tasks:
-        report: dict = {}
-        items = build_items_from(task, snippets, files, size=size, seed=seed, contexts=contexts, report=report,
-                                 mask_strings=mask_strings, parsed=parsed)
-        out[task] = (items, build_provenance(task, corpus_spec, items, size=size, seed=seed, contexts=contexts,
-                                             report=report))
+    with gc_paused():  # the trees stay alive between the tasks (probes.pyast)
+        for task in tasks:
+            report: dict = {}
+            items = build_items_from(task, snippets, files, size=size, seed=seed, contexts=contexts, report=report,
+                                     mask_strings=mask_strings, parsed=parsed)
+            out[task] = (items, build_provenance(task, corpus_spec, items, size=size, seed=seed, contexts=contexts,
+                                                 report=report))
     return out
 
 
@@ -186,7 +189,7 @@ def _function(task: str, i: int, snip: Snippet, files: CorpusFiles | None, conte
             if info is None:
                 skipped["its file cannot be read or parsed"] += 1
                 return None
-        if contexts and info is not None and locate_function(snip.source, info.text, snip.line) is None:
+        if contexts and info is not None and locate_function(snip.source, info.text, snip.line, info.lines()) is None:
             skipped["not found at its line in its file"] += 1
             return None
         module, unit = files.prefix + module_name(snip.origin), files.package_name(snip.origin)
@@ -356,12 +359,18 @@ def build_items_from(task: str, snippets: Sequence[Snippet], files: CorpusFiles 
     """:func:`build_items` over given snippets; ``files`` (:func:`corpus_files`, may be shared by several builds)
     reads their origin files (None: no files, the file context is the function itself). ``parsed`` (snippet index
     -> function node) may be shared by builds over the same ``snippets``: each is then parsed once."""
+    with gc_paused():  # the corpus's trees (and its files') are alive throughout (probes.pyast)
+        return _build_items(task, snippets, files, size, seed, contexts, report, mask_strings,
+                            {} if parsed is None else parsed)
+
+
+def _build_items(task: str, snippets: Sequence[Snippet], files: CorpusFiles | None, size: int, seed: int,
+                 contexts: bool, report: dict | None, mask_strings: bool, parsed: dict[int, Any]) -> list[Item]:
     start = time.perf_counter()
     classes = _check_task(task, size)
     want = size // len(classes)
     rng = np.random.default_rng([seed, TASKS.index(task)])
     skipped: Counter[str] = Counter()
-    parsed = {} if parsed is None else parsed
     fns = [fn for i, s in enumerate(snippets)
            if (fn := _function(task, i, s, files, contexts, skipped, parsed)) is not None]
     orders = {s: _order([f for f in fns if f.split == s], rng, task) for s in SPLITS}
@@ -393,7 +402,7 @@ def build_items_from(task: str, snippets: Sequence[Snippet], files: CorpusFiles 
                 site = sites[int(rng.integers(len(sites)))]
                 candidates: tuple[str, ...] = () if task == "CALL" else classes
                 if task == "NAME":
-                    others = [n for n in name_pool[split] if n != fn.func.name]
+                    others = _without(name_pool[split], fn.func.name)
                     picked = [others[j] for j in rng.permutation(len(others))[:N_DISTRACTORS]]
                     candidates = tuple((picked + [fn.func.name])[j] for j in rng.permutation(len(picked) + 1))
                 items.append(_make_item(task, fn, cls, site, files, contexts, candidates, mask_strings))
@@ -403,6 +412,12 @@ def build_items_from(task: str, snippets: Sequence[Snippet], files: CorpusFiles 
                       available=available, per_class_per_split=per_split, split_by=split_by, warnings=warnings,
                       seconds=round(time.perf_counter() - start, 3))
     return items
+
+
+def _without(names: list[str], name: str) -> list[str]:
+    """The sorted, distinct ``names`` but ``name`` (found by bisection: one NAME item after another asks)."""
+    j = bisect.bisect_left(names, name)
+    return names[:j] + names[j + 1:] if j < len(names) and names[j] == name else list(names)
 
 
 def build_provenance(task: str, corpus_spec: str, items: Sequence[Item], *, size: int, seed: int,

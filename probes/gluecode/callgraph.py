@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import bisect
 import copy
+import functools
 import logging
 import os
 import re
@@ -30,6 +31,7 @@ from pathlib import Path
 from asc.confined import Refused, builtin_folder, read_file, resolve_roots
 from asc.corpus.sources import MAX_SOURCE_BYTES
 from asc.errors import CorpusError
+from probes.pytokens import line_starts
 
 __all__ = ["MAX_EDGES", "MAX_PER_NAME", "CorpusFiles", "Definition", "ModuleInfo", "PackageIndex", "called_names",
            "ast_noncode_spans", "callgraph_text", "merge_spans", "corpus_root", "module_name", "parse_module"]
@@ -83,6 +85,7 @@ def ast_noncode_spans(text: str, tree: ast.Module) -> list[tuple[int, int]]:
 
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every function of a file, by every task
 def module_name(rel: str) -> str:
     """Dotted module name of a path relative to the corpus root: ``json/decoder.py`` -> ``json.decoder``."""
     parts = Path(rel).with_suffix("").parts
@@ -161,6 +164,8 @@ class ModuleInfo:
     defined: set[str]
     imports: dict[str, tuple[str, bool]]
     _noncode: list[tuple[int, int]] | None = field(default=None, repr=False)
+    _lines: list[str] | None = field(default=None, repr=False, compare=False)
+    _starts: list[int] | None = field(default=None, repr=False, compare=False)
 
     def external(self) -> set[str]:
         """Names bound by imports from other packages (stdlib, third party)."""
@@ -172,6 +177,18 @@ class ModuleInfo:
             self._noncode = ast_noncode_spans(self.text, self.tree)
         return self._noncode
 
+    def lines(self) -> list[str]:
+        """The file's lines (split at ``\\n``), split once: every function of the file is located in them."""
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+        return self._lines
+
+    def line_starts(self) -> list[int]:
+        """Where each line starts (:func:`probes.pytokens.line_starts`), computed once."""
+        if self._starts is None:
+            self._starts = line_starts(self.text)
+        return self._starts
+
 
 @dataclass
 class PackageIndex:
@@ -181,12 +198,20 @@ class PackageIndex:
     paths: tuple[str, ...]
     by_name: dict[str, list[Definition]]
     _all: list[Definition] | None = field(default=None, repr=False)
+    _stubs: dict[Definition, str] = field(default_factory=dict, repr=False, compare=False)
 
     def definitions(self) -> list[Definition]:
         """Every definition, in file and line order."""
         if self._all is None:
             self._all = sorted((d for ds in self.by_name.values() for d in ds), key=lambda d: (d.path, d.line))
         return self._all
+
+    def stub(self, d: Definition) -> str:
+        """The call-graph entry of definition ``d`` (signature and docstring), made once: the items of a package
+        show the same callers and callees again and again."""
+        if d not in self._stubs:
+            self._stubs[d] = _stub(d)
+        return self._stubs[d]
 
 
 def parse_module(text: str, path: str, module: str, own_top: str | None) -> ModuleInfo:
@@ -248,6 +273,8 @@ class CorpusFiles:
         self._modules: dict[str, ModuleInfo | None] = {}
         self._texts: dict[str, str | None] = {}
         self._packages: dict[str, PackageIndex] = {}
+        self._is_package: dict[str, bool] = {}  # folder -> holds __init__.py, looked at once
+        self._package_names: dict[str, str] = {}  # file -> package_name(file)
 
     def module(self, rel: str) -> ModuleInfo | None:
         """The parsed file ``rel`` (relative to the root); None when it cannot be read or parsed."""
@@ -277,8 +304,13 @@ class CorpusFiles:
         return self._texts[rel]
 
     def in_package(self, rel: str) -> bool:
-        """Whether the file's folder is a package (holds ``__init__.py``)."""
-        return self.root is not None and (self.root / rel).parent.joinpath("__init__.py").is_file()
+        """Whether the file's folder is a package (holds ``__init__.py``; looked at once per folder)."""
+        if self.root is None:
+            return False
+        folder = rel.rpartition("/")[0]
+        if folder not in self._is_package:
+            self._is_package[folder] = (self.root / rel).parent.joinpath("__init__.py").is_file()
+        return self._is_package[folder]
 
     def package_paths(self, rel: str) -> tuple[str, ...]:
         """The files of ``rel``'s package: the ``.py`` files of its folder when that is a package, else ``rel``."""
@@ -290,9 +322,10 @@ class CorpusFiles:
 
     def package_name(self, rel: str) -> str:
         """The dotted name of ``rel``'s package (its folder), or of the module itself when it is in none."""
-        if self.in_package(rel):
-            return (self.prefix + ".".join(Path(rel).parent.parts)).rstrip(".") or rel
-        return self.prefix + module_name(rel)
+        if rel not in self._package_names:
+            self._package_names[rel] = ((self.prefix + ".".join(Path(rel).parent.parts)).rstrip(".") or rel
+                                        if self.in_package(rel) else self.prefix + module_name(rel))
+        return self._package_names[rel]
 
     def index(self, rel: str) -> PackageIndex:
         """The package index of ``rel``'s package (built once per package)."""
@@ -353,5 +386,5 @@ def callgraph_text(target: _Func, path: str, index: PackageIndex, exclude_callee
                         ("what calls this function", callers[:MAX_EDGES])):
         if defs:
             parts.append(f"# Call graph of package {index.name} (static, by name): {title}\n"
-                         + "\n\n".join(f"{_where(d, path)}\n{_stub(d)}" for d in defs))
+                         + "\n\n".join(f"{_where(d, path)}\n{index.stub(d)}" for d in defs))
     return "\n\n".join(parts)

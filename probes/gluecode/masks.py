@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from probes.gluecode.callgraph import ModuleInfo, PackageIndex
 from probes.gluecode.items import OPERATORS
 from probes.inspect.labels import unique_variables
+from probes.pyast import child_nodes
 
 __all__ = ["BUILTIN_METHODS", "MIN_NAME", "Site", "call_kind", "call_sites", "name_ok", "operator_sites",
            "still_parses"]
@@ -109,7 +110,7 @@ def _nodes(func: ast.AST) -> list[ast.AST]:
         node = stack.pop()
         out.append(node)
         if not isinstance(node, ast.JoinedStr):
-            stack.extend(ast.iter_child_nodes(node))
+            stack += child_nodes(node)
     return out
 
 

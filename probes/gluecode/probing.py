@@ -66,11 +66,13 @@ _Row = tuple[str, int, str, str]  # text, class index, snippet id, split unit
 
 
 def probe_task(name: str, corpus: str, size: int = 1000, seed: int = 0, roots: Sequence[Path] | None = None, *,
-               snippets: Sequence[Snippet] | None = None, workdir: str | Path | None = None) -> Task:
+               snippets: Sequence[Snippet] | None = None, workdir: str | Path | None = None,
+               parsed: dict[int, Any] | None = None) -> Task:
     """glueCode task ``name`` (``NPATH`` or ``NULL``) from ``corpus`` as a layer-probe :class:`Task` (see the module
     doc). ``roots`` confines a corpus path; ``snippets``: the corpus loaded already (``load_corpus(corpus,
     roots=roots)``, shared with INSPECT's tasks); ``workdir``: where mypy's output is cached (NULL; default the
-    app's cache folder)."""
+    app's cache folder); ``parsed``: the snippets' function nodes by index, shared with INSPECT's builds
+    (:func:`probes.inspect.tasks.build_task`; NPATH)."""
     from asc.corpus.sources import load_corpus
 
     if name not in PROBE_TASKS:
@@ -87,19 +89,20 @@ def probe_task(name: str, corpus: str, size: int = 1000, seed: int = 0, roots: S
                             "snippets_digest": hashlib.sha256("\n".join(s.id for s in snips).encode()).hexdigest()[:16],
                             "split_unit": "package (probes.gluecode.items.probe_splits)"}
     rng = np.random.default_rng([seed, TASKS.index(name)])
-    rows = _npath_rows(snips, corpus, size, seed, meta) if name == "NPATH" else _null_rows(
+    rows = _npath_rows(snips, corpus, size, seed, meta, parsed) if name == "NPATH" else _null_rows(
         snips, corpus, size, rng, roots, workdir, meta)
     task = _finish(name, labels, rows, rng, meta)
     task.meta["build_seconds"] = round(time.perf_counter() - start, 3)
     return task
 
 
-def _npath_rows(snips: Sequence[Snippet], corpus: str, size: int, seed: int, meta: dict[str, Any]) -> list[_Row]:
+def _npath_rows(snips: Sequence[Snippet], corpus: str, size: int, seed: int, meta: dict[str, Any],
+                parsed: dict[int, Any] | None) -> list[_Row]:
     from probes.gluecode.build import build_items_from, corpus_files
 
     report: dict[str, Any] = {}
     items = build_items_from("NPATH", snips, corpus_files(corpus), size=size, seed=seed, contexts=False,
-                             report=report)
+                             report=report, parsed=parsed)
     meta.update(n_usable=report.get("n_usable", 0), skipped=report.get("skipped", {}),
                 warnings=list(report.get("warnings", [])))  # logged by the build already
     return [(it.function, NPATH_BUCKETS.index(it.label), str(it.meta["snippet"]), str(it.meta["package"]))

@@ -176,16 +176,23 @@ def build_task(task: str, corpus: str, size: int, seed: int) -> tuple[list[Item]
 
 
 def build_or_load(out: str | Path, corpus: str, tasks: Sequence[str], size: int, seed: int,
-                  builder: Callable[[str, str, int, int], tuple[list[Item], dict]] = build_task
+                  builder: Callable[[str, str, int, int], tuple[list[Item], dict]] | None = None
                   ) -> dict[str, list[Item]]:
     """The tasks of the set (``corpus``, ``size``, ``seed``) under ``out`` (``tasks/<set_name>/``): read when
-    built, else built with ``builder(task, corpus, size, seed) -> (items, provenance)`` and written. A file whose
-    provenance names another corpus, size or seed (written by hand into the folder) is an error, never replaced."""
+    built, else built with ``builder(task, corpus, size, seed) -> (items, provenance)`` and written. ``builder``
+    None: :func:`build_task`, and the missing NPATH, OPS, NAME and CALL are built together from one load of the
+    corpus, its files and functions parsed once (:func:`probes.gluecode.build.build_task_sets`: the same items).
+    A file whose provenance names another corpus, size or seed (written by hand into the folder) is an error, never
+    replaced."""
+    from probes.gluecode.build import BUILDABLE, build_task_sets
+
     wrong = [t for t in tasks if t not in TASKS]
     if wrong:
         raise InputError(f"tasks {', '.join(wrong)}: choose among {', '.join(TASKS)} (or all)")
     out_items = {}
     name = set_name(corpus, size, seed)
+    together = [t for t in dict.fromkeys(tasks) if t in BUILDABLE and not task_file(out, name, t).is_file()]
+    built = build_task_sets(together, corpus, size, seed) if builder is None and len(together) > 1 else {}
     for task in tasks:
         path = task_file(out, name, task)
         if path.is_file():
@@ -196,7 +203,7 @@ def build_or_load(out: str | Path, corpus: str, tasks: Sequence[str], size: int,
                                  f"{prov.get('seed')}, not {corpus!r}, {size}, {seed}: move it out of {path.parent}")
             out_items[task] = items
             continue
-        items, provenance = builder(task, corpus, size, seed)
+        items, provenance = built[task] if task in built else (builder or build_task)(task, corpus, size, seed)
         save_items(path, task, items, {**provenance, "corpus": corpus, "size": size, "seed": seed})
         out_items[task] = items
     return out_items

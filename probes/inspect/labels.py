@@ -17,6 +17,7 @@ import tokenize
 import numpy as np
 
 from asc.errors import InputError
+from probes.pyast import child_nodes, walk
 from probes.pytokens import PyToken, python_tokens
 
 __all__ = ["ASSIGNMENT", "BUILTIN_TYPES", "KTX_CLASSES", "LEN_BINS", "NPT_BINS", "RELATIONAL", "code_structures",
@@ -94,9 +95,14 @@ def unique_operators(source: str) -> set[str]:
 
 def unique_variables(source: str | _Function) -> set[str]:
     """VCU: distinct names bound in the function: parameters and Name targets, minus def/class/import names."""
+    return _variables(walk(_as_function(source)))
+
+
+def _variables(nodes: list[ast.AST]) -> set[str]:
+    """:func:`unique_variables` of a function given as its nodes (:func:`probes.pyast.walk`)."""
     names: set[str] = set()
     other: set[str] = set()
-    for node in ast.walk(_as_function(source)):
+    for node in nodes:
         if isinstance(node, ast.arg):
             names.add(node.arg)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -118,7 +124,7 @@ _STRUCTURES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.
 
 def code_structures(source: str | _Function) -> int:
     """CSC: number of if (each elif counts), for, while, try, with and match statements, nested defs included."""
-    return sum(isinstance(node, _STRUCTURES) for node in ast.walk(_as_function(source)))
+    return sum(isinstance(node, _STRUCTURES) for node in walk(_as_function(source)))
 
 
 def _is_elif(parent: ast.If, lines: list[bytes] | None) -> bool:
@@ -159,7 +165,7 @@ def decision_points(source: str | _Function) -> int:
     """CPX: McCabe decision points (CCN - 1): if/elif, ternary, for, while, except, comprehension for/if,
     each extra `and`/`or` operand, match case; nested functions included."""
     total = 0
-    for node in ast.walk(_as_function(source)):
+    for node in walk(_as_function(source)):
         if isinstance(node, ast.If | ast.IfExp | ast.For | ast.AsyncFor | ast.While | ast.ExceptHandler
                       | ast.match_case):
             total += 1
@@ -173,15 +179,22 @@ def decision_points(source: str | _Function) -> int:
 def _bool_ops(node) -> int:
     if node is None:
         return 0
-    return sum(len(n.values) - 1 for n in ast.walk(node) if isinstance(n, ast.BoolOp))
+    return sum(len(n.values) - 1 for n in walk(node) if isinstance(n, ast.BoolOp))
 
 
 def _np_expr(node) -> int:
+    """A conditional expression's paths; any other node's: the product of its children's, that is of the
+    outermost conditional expressions below it (found without recursing per node)."""
     if isinstance(node, ast.IfExp):
         return _bool_ops(node.test) + _np_expr(node.body) + _np_expr(node.orelse)
     result = 1
-    for child in ast.iter_child_nodes(node):
-        result *= _np_expr(child)
+    stack = child_nodes(node)
+    while stack:
+        child = stack.pop()
+        if isinstance(child, ast.IfExp):
+            result *= _np_expr(child)
+        else:
+            stack += child_nodes(child)
     return result
 
 
@@ -220,14 +233,18 @@ def npath(source: str | _Function) -> int:
     return _np_block(_as_function(source).body)
 
 
+_CAPWORDS = re.compile(r"_*[A-Z]\w*[a-z]\w*")  # a call of such a name is a class's
+_LOWER = re.compile(r"_*[a-z]\w*")  # ... of such a name a function's
+
+
 def identifier_kinds(source: str | _Function) -> dict[str, set[str]]:
     """IDN harvest of one function: identifiers seen as module, class, function and variable names."""
-    func = _as_function(source)
+    nodes = walk(_as_function(source))  # walked once for the three passes below
     kinds: dict[str, set[str]] = {k: set() for k in IDN_CLASSES}
-    variables = unique_variables(func)
+    variables = _variables(nodes)
     kinds["variable"] |= variables
     imported: set[str] = set()
-    for node in ast.walk(func):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for a in node.names:
                 kinds["module"].add(a.name)
@@ -255,11 +272,11 @@ def identifier_kinds(source: str | _Function) -> dict[str, set[str]]:
                 kinds["class"].update(filter(None, map(_leaf, arg.elts if isinstance(arg, ast.Tuple) else [arg])))
             if name is None:
                 continue
-            if isinstance(getattr(builtins, name, None), type) or re.fullmatch(r"_*[A-Z]\w*[a-z]\w*", name):
+            if isinstance(getattr(builtins, name, None), type) or _CAPWORDS.fullmatch(name):
                 kinds["class"].add(name)
-            elif re.fullmatch(r"_*[a-z]\w*", name):
+            elif _LOWER.fullmatch(name):
                 kinds["function"].add(name)
-    for node in ast.walk(func):
+    for node in nodes:
         if isinstance(node, ast.Attribute):
             base = node.value
             while isinstance(base, ast.Attribute):
@@ -298,7 +315,7 @@ def mutation_sites(task: str, source: str, toks: list[PyToken] | None = None,
         func = function_node(source) if func is None else func
         assert func is not None, "TYP sites need a snippet that parses as a function"
         lines = source.split("\n")
-        where = {(n.lineno, n.col_offset) for n in ast.walk(func) if isinstance(n, ast.Name) and n.id in BUILTIN_TYPES}
+        where = {(n.lineno, n.col_offset) for n in walk(func) if isinstance(n, ast.Name) and n.id in BUILTIN_TYPES}
         taken = {t.string for t in toks if t.kind == tokenize.NAME}
         sites = [(i, tuple(_misspellings(t.string, taken))) for i, t in enumerate(toks)
                  if t.kind == tokenize.NAME and (t.row, len(lines[t.row - 1][:t.col].encode("utf-8"))) in where]

@@ -67,7 +67,7 @@ Label definitions (Python adaptation):
 
 Observed on stdlib (8,482 functions, size 1000): every task but IDN reaches its full size; the rarest classes
 are OCU 9 (102 functions), CSC 9 (123), CPX 9 (121), VCU 10 (141), NPT 9-10 (184), MXN 5+ (271). Build time is
-2-5 s a task (mostly ``ast.parse`` of every function). ``size=10000`` shrinks (balanced) to: JBL 8456, SRI 8452,
+2-5 s a task (mostly ``ast.parse`` of every function: once for all the tasks of one :func:`probes.catalog.build_tasks`). ``size=10000`` shrinks (balanced) to: JBL 8456, SRI 8452,
 LEN 8045, SRK 8016, SCK 7708, KTX 3570 (op_bitwise), REA 2502, TYP 1842 (functions naming a builtin type), NPT
 1840, VCU 1410, MXN 1355, CSC 1230, CPX 1210, OCU 1020, IDN 728.
 
@@ -113,6 +113,7 @@ from probes.inspect.labels import (
     unique_variables,
 )
 from probes.inspect.taskfile import TASK_SPLITS, Task, load_tsv
+from probes.pyast import gc_paused
 
 if TYPE_CHECKING:
     from asc.corpus.sources import Snippet
@@ -144,6 +145,7 @@ CONTEXT_LINES = 6
 MIN_PER_CLASS = 5
 
 _BINARY = ("correct", "mutated")
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 # ---------------------------------------------------------------------------------------------- sampling
@@ -160,10 +162,12 @@ def _prefer_short(items: Sequence[int], lengths: Sequence[int], rng) -> list[int
 
 
 class _Builder:
-    def __init__(self, name: str, snippets: Sequence[Snippet], size: int, seed: int):
+    def __init__(self, name: str, snippets: Sequence[Snippet], size: int, seed: int,
+                 parsed: dict[int, _Function | None]):
         self.name, self.size, self.rng = name, size, np.random.default_rng(seed)
-        self.snippets = [s for s in snippets if getattr(s, "language", "python") == "python"]
-        self.funcs = [function_node(s.source) for s in self.snippets]
+        kept = [(i, s) for i, s in enumerate(snippets) if getattr(s, "language", "python") == "python"]
+        self.snippets = [s for _, s in kept]
+        self.funcs = [parsed[i] if i in parsed else parsed.setdefault(i, function_node(s.source)) for i, s in kept]
         self.lengths = [len(s.source) for s in self.snippets]
         unique = {s.source: i for i, s in reversed(list(enumerate(self.snippets)))}  # first of identical sources
         self.ok = [i for i, f in enumerate(self.funcs) if f is not None and unique[self.snippets[i].source] == i]
@@ -343,13 +347,23 @@ def _exact(value: int, lo: int, hi: int) -> str | None:
     return str(value) if lo <= value <= hi else None
 
 
-def build_task(name: str, snippets: Sequence[Snippet], size: int = 1000, seed: int = 0) -> Task:
-    """Build INSPECT task ``name`` from Python ``snippets``: balanced classes, 60/20/20 splits, deterministic."""
+def build_task(name: str, snippets: Sequence[Snippet], size: int = 1000, seed: int = 0, *,
+               parsed: dict[int, _Function | None] | None = None) -> Task:
+    """Build INSPECT task ``name`` from Python ``snippets``: balanced classes, 60/20/20 splits, deterministic.
+    ``parsed`` (snippet index -> its function node, :func:`~probes.inspect.labels.function_node`) may be shared by
+    builds over the same ``snippets`` (other tasks, glueCode's :func:`~probes.gluecode.build.build_items_from`):
+    each snippet is then parsed once; the builds only read the nodes."""
     if name not in TASK_NAMES:
         raise InputError(f"unknown task {name!r}: valid names are {', '.join(TASK_NAMES)}")
     start = time.perf_counter()
-    b = _Builder(name, snippets, size, seed)
-    src = [s.source for s in b.snippets]
+    with gc_paused():  # the corpus's trees are alive throughout (probes.pyast)
+        task = _build(_Builder(name, snippets, size, seed, {} if parsed is None else parsed))
+    task.meta["build_seconds"] = round(time.perf_counter() - start, 3)
+    return task
+
+
+def _build(b: _Builder) -> Task:
+    name, src = b.name, [s.source for s in b.snippets]
     if name == "KTX":
         task = b.ktx()
     elif name == "IDN":
@@ -371,5 +385,4 @@ def build_task(name: str, snippets: Sequence[Snippet], size: int = 1000, seed: i
         task = b.by_label([str(v) for v in range(10)], lambda i: _exact(decision_points(b.func(i)), 0, 9))
     else:
         task = b.by_label([lab for _, _, lab in NPT_BINS], lambda i: _bin(npath(b.func(i)), NPT_BINS))
-    task.meta["build_seconds"] = round(time.perf_counter() - start, 3)
     return task

@@ -120,6 +120,32 @@ def test_a_file_is_parsed_once_however_many_functions_it_holds(tmp_path, monkeyp
     assert len(made) == 1
 
 
+def test_a_builtin_corpus_is_read_once_per_process_until_one_of_its_files_changes(tmp_path, monkeypatch):
+    """A whole load of ``stdlib`` (here a stand-in folder) is kept: the next load reads no file and gives equal
+    snippets in a list of its own; a changed file, a new file or other filters are read again."""
+    from asc import confined
+    from asc.corpus import sources
+
+    lib = tmp_path / "lib"
+    (lib / "pkg").mkdir(parents=True)
+    (lib / "a.py").write_text(PY)
+    monkeypatch.setattr(confined, "builtin_folder", lambda spec: lib if spec == "stdlib" else None)
+    monkeypatch.setattr(sources, "_LOADED", {}, raising=False)  # none kept by other tests
+    made = _count_parses(monkeypatch)
+    first = load_corpus("stdlib", min_lines=1)
+    first.append(first[0])  # the caller's list: the kept load is not changed by it
+    again = load_corpus("stdlib", min_lines=1)
+    assert len(made) == 1 and again == first[:-1] and [s.name for s in again] == ["outer", "method"]
+    assert len(load_corpus("stdlib", limit=1, min_lines=1)) == 1 and len(made) == 2  # a partial load is not kept
+    assert load_corpus("stdlib", min_lines=2) == again and len(made) == 3  # other filters: read
+    (lib / "pkg" / "b.py").write_text("def added(x):\n    return x\n")
+    assert [s.name for s in load_corpus("stdlib", min_lines=1)] == ["outer", "method", "added"] and len(made) == 5
+    (lib / "a.py").write_text(PY.replace("return 2", "return 3"))
+    changed = load_corpus("stdlib", min_lines=1)
+    assert len(made) == 7 and "return 3" in changed[1].source
+    assert load_corpus("stdlib", min_lines=1) == changed and len(made) == 7
+
+
 def test_a_function_too_deep_to_explain_is_skipped_by_its_depth_in_the_file(caplog):
     deep = "def deep():\n    return " + "(" * 300 + "1" + ")" * 300 + "\n"
     shallow = "class C:\n    def ok(self):\n        return " + "(" * 200 + "1" + ")" * 200 + "\n"

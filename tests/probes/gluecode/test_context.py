@@ -131,6 +131,21 @@ def test_mask_name_with_strings_masks_whole_words_in_strings_and_comments():
                                                     f'    return {MASK}(x)  # {MASK}\n')
 
 
+@pytest.mark.parametrize("name", ["aa", "a", "foo", "_x", "é", "nä", "x\u0301"])
+def test_whole_words_are_the_regex_s_matches(name):
+    """mask_name and name_visible find ``name`` with str.find and check its neighbours: exactly where
+    ``(?<!\\w)name(?!\\w)`` matches, overlaps, Unicode letters and a combining accent (no word character) included."""
+    text = ("aa aaa a a_aa aa. (aa)aa\n_x x_x xx _x2 foo.foo(foofoo, foo)\né é́ éa ané nä nänä x\u0301 xx\u0301 x\u0301x\u0301 "
+            "x\u0301\u0301 aa")
+    word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+    wanted = [m.start() for m in word.finditer(text)]
+    assert wanted  # every name stands somewhere as a whole word
+    masked = mask_name(text, name, replacement="@", strings=True)
+    assert [m.start() + len(name) * k - k for k, m in enumerate(re.finditer("@", masked))] == wanted
+    assert name_visible(text, name)
+    assert name_visible(masked, name) == bool(word.search(masked))  # "x\u0301x\u0301" masked leaves "x\u0301@"
+
+
 def test_mask_errors_name_the_fix():
     with pytest.raises(InputError, match="not an identifier"):
         mask_name("x = 1\n", "for")

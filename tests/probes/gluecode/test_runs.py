@@ -96,6 +96,18 @@ def test_predictions_of_one_corpus_and_task_sets_read_back(tiny, tmp_path):
         it.id for it in ops_items(4)]
 
 
+def test_missing_tasks_are_built_together_from_one_parse_and_equal_those_built_one_by_one(tmp_path, monkeypatch):
+    from probes.gluecode import callgraph
+
+    one_by_one = {task: runs.build_task(task, "algorithms", 24, 0)[0] for task in ("OPS", "CALL")}
+    parsed: list[str] = []
+    real = callgraph.parse_module
+    monkeypatch.setattr(callgraph, "parse_module", lambda text, path, *a: parsed.append(path) or real(text, path, *a))
+    assert runs.build_or_load(tmp_path, "algorithms", ["OPS", "CALL"], 24, 0) == one_by_one
+    assert parsed and len(parsed) == len(set(parsed))  # each file of the corpus parsed once for both tasks
+    assert {task: load_items(runs.task_file(tmp_path, "algorithms-24-seed0", task))[1] for task in one_by_one} == one_by_one
+
+
 def test_resuming_with_another_window_is_refused(tiny, tmp_path):
     items = {"OPS": ops_items(4)}
     runs.run_gluecode(tiny, items, tmp_path, task_set="toy", contexts=["function"], max_window=64)
