@@ -29,6 +29,7 @@ little more than "shares something or not".
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 import random
 import sysconfig
@@ -36,6 +37,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 from asc.errors import InputError
 from probes.blanca.classes import ClassCatalog
@@ -180,11 +182,18 @@ def _self_attributes(cls_nodes: list[ast.AST], resolve: _Resolver) -> dict[str, 
     for node in cls_nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             cls = resolve.cls(node.value)
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for t in targets:
-                if cls and isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+            for t in _targets(node):
+                if cls and _is_self_attribute(t):
                     seen.setdefault(t.attr, set()).add(cls)
     return {attr: next(iter(classes)) for attr, classes in seen.items() if len(classes) == 1}
+
+
+def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    return node.targets if isinstance(node, ast.Assign) else [node.target]
+
+
+def _is_self_attribute(target: ast.AST) -> TypeGuard[ast.Attribute]:
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
 
 
 def extract_usage(source: str, module: str = "", is_package: bool = False,
@@ -215,7 +224,12 @@ def _usage(tree: ast.Module, module: str, is_package: bool, known: Collection[st
                 out.setdefault(name, Counter())[str(value)] += 1
             elif bound.get(name):
                 out.setdefault(str(bound[name]), Counter())[str(value)] += 1
+    constructed = sorted(n.lineno for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+                         and any(map(_is_self_attribute, _targets(n))) and resolve.cls(n.value))  # self.x = C(...)
     for cls_node in (n for n in nodes if isinstance(n, ast.ClassDef)):
+        j = bisect.bisect_left(constructed, cls_node.lineno)
+        if j == len(constructed) or constructed[j] > (cls_node.end_lineno or cls_node.lineno):
+            continue  # no self.x = C(...) among its lines: _self_attributes would find none (and the walk is long)
         cls_nodes = walk(cls_node)
         attrs = _self_attributes(cls_nodes, resolve)
         for node in cls_nodes if attrs else ():
