@@ -1,14 +1,16 @@
 """What the browser tests share: Debian's chromium, a free port, a Streamlit server started and awaited, and the
 waits that keep them from flaking on a loaded 2-core machine.
 
-Plain functions (fixtures live in the test files): :func:`start_app` starts a server and waits for its
-health check; :func:`chromium` launches Debian's chromium through Playwright (never a downloaded browser).
+Plain functions (fixtures live in the test files and tests/e2e/conftest.py): :func:`start_app` starts a server and
+waits for its health check, :func:`serve` starts the app as ``make app`` does, for a fixture; :func:`chromium`
+launches Debian's chromium through Playwright (never a downloaded browser).
 
 Waiting: a check waits for the very element it asserts (Playwright's ``expect(locator)``, which retries until its
 timeout), never for a sibling and never for a fixed time. :func:`open_page` opens a session whose page counts the
 script runs that finished; :func:`rerun` does an action that reruns the script and returns once that rerun has
 finished (``[data-test-script-state]`` alone cannot tell: right after a click it still reads ``notRunning`` until the
-server answers); :func:`choose` picks a selectbox option with the keyboard. Timeouts: :data:`SHOWN` for an element
+server answers); :func:`choose` picks a selectbox option with the keyboard; :func:`keyed` finds an element by its
+key, not the one a rerun is replacing. Timeouts: :data:`SHOWN` for an element
 of a page, :data:`MODEL_RUN` for what a model run in the app produces.
 """
 
@@ -92,6 +94,18 @@ def printed_url(log: Path, timeout: float = 120.0) -> str:
     raise AssertionError(f"no address printed: see {log}")
 
 
+def serve(env: dict, log_name: str) -> Iterator[str]:
+    """For a fixture: the app started as ``make app`` starts it (``ui.serve``) with ``env`` and no access token
+    (tests/attacks/test_gate.py tests it), its output in ``test-output/<log_name>``; yields its address, stops it
+    afterwards."""
+    port = free_port()
+    proc = start_app(launcher_command(port), {**env, "HF_HUB_OFFLINE": "1", "ASC_TOKEN": "off"}, log_name, port)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(proc)
+
+
 def stop(proc: subprocess.Popen) -> None:
     proc.terminate()
     try:
@@ -134,6 +148,13 @@ def open_page(browser, url: str, title: str, **kwargs):
     expect(page.locator("h1", has_text=title)).to_be_visible(timeout=SHOWN)
     idle(page)
     return page
+
+
+def keyed(page, key: str):
+    """The element of Streamlit key ``key`` that the latest script run drew. While a run redraws the page (a rerun
+    the script asks for itself, a fragment), the element of the run before can stay beside the new one, marked
+    ``data-stale``, and a plain ``.st-key-<key>`` then matches both."""
+    return page.locator(f".st-key-{key}:not([data-stale='true'])")
 
 
 def idle(page, timeout: float = SHOWN) -> None:

@@ -3,15 +3,16 @@
 Every check waits for the element it asserts (``expect``, tests/browser.py's timeouts for a loaded 2-core machine);
 actions that rerun the script go through :func:`tests.browser.rerun`, selectboxes through :func:`tests.browser.choose`.
 
-Opens the inspector, explains the example, clicks a node in the partial AST, downloads the tokens
-CSV, turns "Per layer" on and moves the layer slider (heatmap, a node's curve); completes a prompt and branches it
-at a fork point by choosing an alternative (the branch tree, the two trees side by side); opens Compare with the two
-embedded models (SmolLM2, Gemma) and the Global page on a small SmolLM2 run and the glueCode page on a small SmolLM2 run (its table, context plot, an item outlined) and the BLANCA page
-on a small MiniLM run (its table and figures, an R question picked); on a fresh runs folder, opens /inspector directly
-and runs the Global page's one-click
-demo until its figures appear; saves screenshots under test-output/. Marked ``browser`` (and ``real``: SmolLM2 and Gemma
-load); deselect with ``-m "not browser"``. Skipped (with the reason) where chromium is missing;
-`make test` installs it.
+On the app server of tests/e2e/conftest.py (shared with test_fit.py; its runs folder holds small runs): opens the
+inspector, explains the example, clicks a node in the partial AST, downloads the tokens CSV, turns "Per layer" on
+and moves the layer slider (heatmap, a node's curve); completes a prompt and branches it at a fork point by choosing
+an alternative (the branch tree, the two trees side by side); opens Compare with the two embedded models (SmolLM2,
+Gemma), the Global page on a small SmolLM2 run, the glueCode page on a small run (its table, context plot, an item
+explained by SmolLM2 with its answer outlined) and the BLANCA page on a small MiniLM run (its table and figures, an
+R question picked). On a fresh runs folder, opens /inspector directly and runs the Global page's one-click demo
+until its figures appear; in study mode, a participant's answers reach the researcher's CSV. Saves screenshots
+under test-output/. Marked ``browser`` (and ``real``: SmolLM2 and Gemma load); deselect with ``-m "not browser"``.
+Skipped (with the reason) where chromium is missing; `make test` installs it.
 """
 
 import csv
@@ -29,16 +30,13 @@ from tests.browser import (
     OUT,
     SHOWN,
     choose,
-    chromium,
     click_point,
-    free_port,
     has_chromium,
     idle,
-    launcher_command,
+    keyed,
     open_page,
     rerun,
-    start_app,
-    stop,
+    serve,
 )
 from ui import jobs
 
@@ -48,28 +46,12 @@ pytestmark = [pytest.mark.real, pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not has_chromium(), reason="Debian chromium not installed (make test does)")]
 
 
-def _serve(env: dict, log_name: str):
-    """Start the app with ``env`` (no access token: tests/attacks/test_gate.py tests it); yields its URL, stops it
-    afterwards."""
-    port = free_port()
-    proc = start_app(launcher_command(port), {**env, "ASC_TOKEN": "off"}, log_name, port)  # as make app starts it
-    yield f"http://127.0.0.1:{port}"
-    stop(proc)
-
-
-@pytest.fixture(scope="module")
-def server(runs_dir):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ASC_RUNS_DIR": str(runs_dir)}  # small real results (conftest)
-    env.pop("ASC_MODEL", None)  # the embedded default: SmolLM2-135M
-    yield from _serve(env, "streamlit.log")
-
-
 @pytest.fixture(scope="module")
 def fresh_server(tmp_path_factory):
     """The app as on a fresh install: an empty runs folder, the embedded default model (SmolLM2-135M)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "ASC_RUNS_DIR": str(tmp_path_factory.mktemp("fresh-runs"))}
     env.pop("ASC_MODEL", None)
-    yield from _serve(env, "streamlit-fresh.log")
+    yield from serve(env, "streamlit-fresh.log")
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +70,7 @@ def study_server(tmp_path_factory):
     target = frozen_path(definition, root / "data")
     target.parent.mkdir(parents=True)
     save_frozen(prepare_study(definition, load_model("smollm2-135m")), target)
-    yield from _serve(env, "streamlit-study.log")
+    yield from serve(env, "streamlit-study.log")
 
 
 STUDY = """\
@@ -107,12 +89,6 @@ samples:
   - {id: count, prompt: "def count_chars(string, character):\\n    count = 0\\n"}
   - {id: pal, prompt: "def is_palindrome(text):\\n", completion: "    return text == text[::-1]\\n"}
 """
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 def _no_exception(page) -> None:
@@ -137,8 +113,8 @@ def _explain(page) -> None:
     _no_exception(page)
 
 
-def test_inspector_in_chromium(server, browser):
-    page = open_page(browser, server, "Completion inspector", accept_downloads=True)
+def test_inspector_in_chromium(app_server, browser):
+    page = open_page(browser, app_server, "Completion inspector", accept_downloads=True)
     _explain(page)
 
     # click a node of the partial AST: the details panel names it and the sequence view outlines its tokens
@@ -177,10 +153,10 @@ def test_inspector_in_chromium(server, browser):
     page.close()
 
 
-def test_inspector_per_layer_in_chromium(server, browser):
+def test_inspector_per_layer_in_chromium(app_server, browser):
     """"Per layer (logit lens)" on SmolLM2: the layer slider defaults to the output (30), moving it to the embeddings
     recolors the views, the category x layer heatmap renders with the shown layer outlined, a node's curve appears."""
-    page = open_page(browser, server, "Completion inspector")
+    page = open_page(browser, app_server, "Completion inspector")
     _explain(page)
     rerun(page, lambda: page.locator(".st-key-per_layer").get_by_text("Per layer (logit lens)").click(), MODEL_RUN)
     heatmap = page.locator(".st-key-depth_heatmap")
@@ -211,11 +187,11 @@ def test_inspector_per_layer_in_chromium(server, browser):
     page.close()
 
 
-def test_inspector_branches_in_chromium(server, browser):
+def test_inspector_branches_in_chromium(app_server, browser):
     """Complete a prompt with SmolLM2, choose the model's third alternative where the trunk wrote `for` and branch:
     the branch tree shows the trunk and the branch, the views show the branch, the two trees stand side by side
     with their differences; a click on the trunk's point in the branch tree opens it again."""
-    page = open_page(browser, server, "Completion inspector")
+    page = open_page(browser, app_server, "Completion inspector")
     code = page.locator(".st-key-code textarea")
     # the example cut to a prompt by the page's own button (typing and Ctrl+Enter lost the keystroke on a loaded
     # machine: no rerun came within 120 s); the editor then holds the prompt the script completes
@@ -234,9 +210,9 @@ def test_inspector_branches_in_chromium(server, browser):
     expect(options.nth(2).locator("input")).to_be_checked()
     idle(page)
     rerun(page, lambda: page.locator(".st-key-br_go").get_by_role("button", name="Branch").click(), MODEL_RUN)
-    expect(page.locator(".st-key-br_cmp_tree_1")).to_be_visible(timeout=MODEL_RUN)
+    expect(keyed(page, "br_cmp_tree_1")).to_be_visible(timeout=MODEL_RUN)
     _no_exception(page)
-    chart = page.locator(".st-key-br_tree_chart")
+    chart = keyed(page, "br_tree_chart")  # (Branch reruns the script itself: the old chart can linger a moment)
     chart.scroll_into_view_if_needed()
     _drawn(chart)
     points = chart.locator(".scatterlayer .trace").nth(1).locator("path.point")
@@ -244,10 +220,10 @@ def test_inspector_branches_in_chromium(server, browser):
     expect(page.get_by_text(re.compile(r"^Branch 1: "))).to_have_count(1)  # the new branch is open in the views
     chart.screenshot(path=str(OUT / "inspector-branch-tree.png"))
     for k in (0, 1):
-        _drawn(page.locator(f".st-key-br_cmp_tree_{k}"))
+        _drawn(keyed(page, f"br_cmp_tree_{k}"))
     expect(page.get_by_text(re.compile(r"changed\. First divergence: "))).to_have_count(1)  # the trees differ
-    expect(page.locator(".st-key-br_diff [data-testid='stDataFrame']")).to_have_count(1)  # the nodes that differ
-    page.locator(".st-key-br_compare").screenshot(path=str(OUT / "inspector-branch-compare.png"))
+    expect(keyed(page, "br_diff").locator("[data-testid='stDataFrame']")).to_have_count(1)  # the nodes that differ
+    keyed(page, "br_compare").screenshot(path=str(OUT / "inspector-branch-compare.png"))
 
     click_point(page, points.nth(0))  # open the trunk again from the branch tree
     expect(page.get_by_text(re.compile(r"^Branch 1: "))).to_have_count(0)
@@ -259,8 +235,8 @@ def test_inspector_branches_in_chromium(server, browser):
     page.close()
 
 
-def test_compare_two_embedded_models_in_chromium(server, browser):
-    page = open_page(browser, server + "/compare-models", "Compare models on one snippet")
+def test_compare_two_embedded_models_in_chromium(app_server, browser):
+    page = open_page(browser, app_server + "/compare-models", "Compare models on one snippet")
     chosen = page.locator(".st-key-cmp_models")  # the two embedded models are preselected
     expect(chosen).to_contain_text("smollm2-135m", timeout=SHOWN)
     expect(chosen).to_contain_text("gemma3-270m")
@@ -275,8 +251,8 @@ def test_compare_two_embedded_models_in_chromium(server, browser):
     page.close()
 
 
-def test_global_page_in_chromium(server, browser):
-    page = open_page(browser, server + "/global-asc-eval", "Global AsC-Eval")
+def test_global_page_in_chromium(app_server, browser):
+    page = open_page(browser, app_server + "/global-asc-eval", "Global AsC-Eval")
     expect(page.get_by_text("AsC-Eval per model (Table I)")).to_be_visible(timeout=SHOWN)
     _no_exception(page)
     chosen = page.locator(".st-key-results")  # the runs shown: the newest per model and corpus, preselected
@@ -294,17 +270,10 @@ def test_global_page_in_chromium(server, browser):
     page.close()
 
 
-def test_gluecode_page_in_chromium(server, browser, runs_dir):
-    # a small real glueCode run (SmolLM2, hand-made items, two levels) where the server's page reads it
-    from asc.models import load_model
-    from probes.gluecode import runs
-    from tests.helpers import gluecode_items
-
-    folder = runs_dir / "gluecode"
-    tasks = ["NPATH", "OPS", "NAME", "CALL", "NULL"]
-    items = runs.build_or_load(folder, "toy", tasks, 4, 0, lambda task, *_: (gluecode_items(task), {}))
-    runs.run_gluecode(load_model("smollm2-135m"), items, folder, task_set="toy-4-seed0", contexts=["function", "file"])
-    page = open_page(browser, server + "/benchmark-tasks", "Benchmark tasks (glueCode)")
+def test_gluecode_page_in_chromium(app_server, browser):
+    # the small glueCode run of the server's runs folder (the tiny model on hand-made items, two levels: conftest.py);
+    # the item's function is explained by the sidebar's SmolLM2 in the page
+    page = open_page(browser, app_server + "/benchmark-tasks", "Benchmark tasks (glueCode)")
     expect(page.get_by_text("Trivial baselines")).to_be_visible(timeout=SHOWN)
     _no_exception(page)
     page.get_by_role("tab", name="By context level").click()
@@ -323,16 +292,11 @@ def test_gluecode_page_in_chromium(server, browser, runs_dir):
     page.close()
 
 
-def test_blanca_page_in_chromium(server, browser, runs_dir):
-    # a small real BLANCA run (MiniLM, hand-made items of the five tasks) where the server's page reads it
-    from asc.models import load_model
-    from probes.blanca.build import load_task_set
-    from probes.blanca.runs import run_blanca
-    from tests.helpers import blanca_items, write_blanca_set
+def test_blanca_page_in_chromium(app_server, browser):
+    # the small real BLANCA run of the server's runs folder (MiniLM, hand-made items of the five tasks: conftest.py)
+    from tests.helpers import blanca_items
 
-    folder = runs_dir / "blanca"
-    run_blanca(load_model("minilm-l6"), load_task_set(write_blanca_set(folder)), folder)
-    page = open_page(browser, server + "/text-about-code", "Text about code (BLANCA)")
+    page = open_page(browser, app_server + "/text-about-code", "Text about code (BLANCA)")
     expect(page.get_by_text("Every metric with its 95% bootstrap interval")).to_be_visible(timeout=SHOWN)
     _no_exception(page)
     expect(page.locator("[data-testid='stDataFrame']").first).to_be_visible(timeout=SHOWN)  # the paper-style table

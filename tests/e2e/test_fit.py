@@ -3,8 +3,10 @@
 A figure is a plotly chart (the AST trees are plotly SVG) or a dataframe. Each one shown is measured where the
 browser laid it out: its drawing (the chart's SVG, the table's grid) must lie inside its panel (the column, tab or
 main column holding it, padding excluded), and a table's grid must not scroll sideways (a column cut on the right).
-The pages run on small results made here (the tiny random model; BLANCA with MiniLM) and on the embedded SmolLM2
-where a page explains code itself (the inspector, Compare models, a glueCode item).
+The pages run on the small results of tests/e2e/conftest.py's ``e2e_runs`` (HumanEval runs of SmolLM2 and the tiny
+random model, attention, layer and glueCode runs of the tiny model, BLANCA with MiniLM), on the server
+test_browser.py uses too, and on the embedded SmolLM2 where a page explains code itself (the inspector, Compare
+models, a glueCode item).
 
 The demo on a fresh install (its button states its time, it runs to Table I) is
 ``tests/e2e/test_browser.py::test_global_demo_on_a_fresh_install_in_chromium``.
@@ -13,13 +15,11 @@ Marked ``browser`` (tests/e2e) and ``real``; skipped where chromium is missing.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 
 import pytest
 
-from tests.browser import OUT, chromium, free_port, has_chromium, launcher_command, start_app, stop
+from tests.browser import OUT, has_chromium
 from ui.charts import WINDOW_PX
 
 pytestmark = [pytest.mark.real, pytest.mark.browser, pytest.mark.slow,
@@ -91,62 +91,12 @@ def _figures_fit(page, name: str, at_least: int) -> list[dict]:
     return measured
 
 
-def _serve(env: dict, log_name: str):
-    port = free_port()
-    proc = start_app(launcher_command(port), {**env, "HF_HUB_OFFLINE": "1", "ASC_TOKEN": "off"}, log_name, port)
-    yield f"http://127.0.0.1:{port}"
-    stop(proc)
-
-
-@pytest.fixture(scope="module")
-def results(runs_dir, tmp_path_factory):
-    """A runs folder with results for every page: the two HumanEval runs (SmolLM2, tiny), and small attention,
-    layer, glueCode (tiny random model) and BLANCA (MiniLM) runs."""
-    from asc.models import load_model
-    from probes.blanca.build import load_task_set
-    from probes.blanca.runs import run_blanca
-    from probes.catalog import layer_job
-    from probes.codesyntax.attention import run_attention
-    from probes.gluecode import runs as gluecode_runs
-    from tests.helpers import ATTENTION_CODES, blanca_items, gluecode_items, toy_task, write_blanca_set
-    from tests.support.models import tiny_random_model
-
-    del blanca_items  # the items write_blanca_set writes
-    root = tmp_path_factory.mktemp("fit-runs")
-    for run in ("smol", "tiny"):
-        shutil.copytree(runs_dir / run, root / run)
-    tiny = tiny_random_model()
-    run_attention(tiny, ATTENTION_CODES * 3, root / "attention", spec="tiny-random", ks=(1, 2))
-    tsv = root / "toy.tsv"
-    toy_task().to_tsv(tsv)
-    layer_job([], root / "layers", task_files=[tsv])(tiny, lambda *_: None, lambda: False)
-    tasks = ["NPATH", "OPS", "NAME", "CALL", "NULL"]
-    items = gluecode_runs.build_or_load(root / "gluecode", "toy", tasks, 4, 0,
-                                        lambda task, *_: (gluecode_items(task), {}))
-    gluecode_runs.run_gluecode(tiny, items, root / "gluecode", task_set="toy-4-seed0", contexts=["function", "file"])
-    run_blanca(load_model("minilm-l6"), load_task_set(write_blanca_set(root / "blanca")), root / "blanca")
-    return root
-
-
-@pytest.fixture(scope="module")
-def server(results):
-    env = {**os.environ, "ASC_RUNS_DIR": str(results)}
-    env.pop("ASC_MODEL", None)  # the embedded default: SmolLM2-135M
-    yield from _serve(env, "streamlit-fit.log")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
-
-
-def test_inspector_figures_fit_their_panels(server, browser):
+def test_inspector_figures_fit_their_panels(app_server, browser):
     """The default example explained: trees, categories, least confident nodes, a node's tokens; then a prompt
     completed and branched at the default fork point: the branch tree and the two trees compared."""
     from playwright.sync_api import expect
 
-    page = _open(browser, server, "Completion inspector")
+    page = _open(browser, app_server, "Completion inspector")
     page.get_by_role("button", name="Explain").click()
     expect(page.locator(".st-key-tree_partial .main-svg").first).to_be_visible(timeout=WAIT_MS)
     _idle(page)
@@ -173,10 +123,10 @@ def test_inspector_figures_fit_their_panels(server, browser):
     page.close()
 
 
-def test_compare_figures_fit_their_panels(server, browser):
+def test_compare_figures_fit_their_panels(app_server, browser):
     from playwright.sync_api import expect
 
-    page = _open(browser, server + "/compare-models", "Compare models on one snippet")
+    page = _open(browser, app_server + "/compare-models", "Compare models on one snippet")
     page.get_by_role("button", name="Compare").click()
     expect(page.locator(".st-key-cmptree_diff .main-svg").first).to_be_visible(timeout=WAIT_MS)
     _figures_fit(page, "compare", 4)  # a tree per model, the difference tree, the nodes they disagree on
@@ -195,19 +145,19 @@ CHART = "[data-testid='stPlotlyChart'] .main-svg"
     ("benchmark-tasks", "Benchmark tasks (glueCode)", TABLE, 0, 1),  # Table 2
     ("text-about-code", "Text about code (BLANCA)", CHART, 0, 2),
 ])
-def test_page_figures_fit_their_panels(server, browser, path, title, shown, nth, at_least):
+def test_page_figures_fit_their_panels(app_server, browser, path, title, shown, nth, at_least):
     from playwright.sync_api import expect
 
-    page = _open(browser, f"{server}/{path}", title)
+    page = _open(browser, f"{app_server}/{path}", title)
     expect(page.locator(shown).nth(nth)).to_be_visible(timeout=WAIT_MS)
     _figures_fit(page, path, at_least)
     page.close()
 
 
-def test_gluecode_item_tree_fits_its_panel(server, browser):
+def test_gluecode_item_tree_fits_its_panel(app_server, browser):
     from playwright.sync_api import expect
 
-    page = _open(browser, server + "/benchmark-tasks", "Benchmark tasks (glueCode)")
+    page = _open(browser, app_server + "/benchmark-tasks", "Benchmark tasks (glueCode)")
     page.get_by_role("tab", name="Items").click()
     expect(page.locator(".st-key-gc_tree .main-svg").first).to_be_visible(timeout=WAIT_MS)
     _figures_fit(page, "benchmark-tasks-item", 2)
