@@ -19,7 +19,7 @@ import re
 
 import pytest
 
-from tests.browser import OUT, has_chromium
+from tests.browser import OUT, choose, has_chromium, idle, keyed, open_page, rerun
 from ui.charts import WINDOW_PX
 
 pytestmark = [pytest.mark.real, pytest.mark.browser, pytest.mark.slow,
@@ -55,18 +55,9 @@ MEASURE = """() => {
 }"""
 
 
-def _idle(page, timeout: int = WAIT_MS) -> None:
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
-
-
 def _open(browser, url: str, title: str):
-    from playwright.sync_api import expect
-
-    page = browser.new_page(viewport={"width": WINDOW_PX[0], "height": WINDOW_PX[1]})
-    page.goto(url)
-    expect(page.locator("h1").filter(has_text=title)).to_be_visible(timeout=120_000)
-    _idle(page)
-    return page
+    """A new session on ``url`` at the app's window size, once its title shows and its first run has finished."""
+    return open_page(browser, url, title, viewport={"width": WINDOW_PX[0], "height": WINDOW_PX[1]})
 
 
 def _figures_fit(page, name: str, at_least: int) -> list[dict]:
@@ -76,7 +67,7 @@ def _figures_fit(page, name: str, at_least: int) -> list[dict]:
 
     figures = page.locator("[data-testid='stPlotlyChart'], [data-testid='stDataFrame']")
     expect(figures.nth(at_least - 1)).to_be_attached(timeout=WAIT_MS)
-    _idle(page)
+    idle(page, WAIT_MS)
     for chart in page.locator("[data-testid='stPlotlyChart']").all():  # charts load lazily: wait for each drawing
         if chart.is_visible():
             chart.scroll_into_view_if_needed()
@@ -97,13 +88,9 @@ def test_inspector_figures_fit_their_panels(app_server, browser):
     from playwright.sync_api import expect
 
     page = _open(browser, app_server, "Completion inspector")
-    page.get_by_role("button", name="Explain").click()
+    rerun(page, lambda: page.get_by_role("button", name="Explain").click(), WAIT_MS)
     expect(page.locator(".st-key-tree_partial .main-svg").first).to_be_visible(timeout=WAIT_MS)
-    _idle(page)
-    combo = page.locator(".st-key-node_pick input[role='combobox']")  # a node picked from the list
-    combo.click()
-    combo.fill("4: param")  # the list opens, filtered
-    page.locator("[role='option']", has_text=re.compile(r"^4: parameters")).click()
+    choose(page, "node_pick", "4: param", re.compile(r"^4: parameters"), WAIT_MS)  # a node picked from the list
     tables = page.locator("[data-testid='stDataFrame']")  # (st.dataframe's key names no element)
     expect(tables.nth(1)).to_be_visible(timeout=WAIT_MS)  # after the least confident nodes: the node's tokens, top-k
     _figures_fit(page, "inspector", 4)  # categories, least confident, partial tree, the node's tokens
@@ -111,13 +98,12 @@ def test_inspector_figures_fit_their_panels(app_server, browser):
     expect(page.locator(".st-key-tree_complete .main-svg").first).to_be_visible(timeout=WAIT_MS)
     _figures_fit(page, "inspector-complete", 4)
 
-    page.get_by_role("button", name="Keep the first 2 lines (a prompt for Complete)").click()
-    _idle(page)
-    page.get_by_role("button", name="Complete", exact=True).click()
+    rerun(page, lambda: page.get_by_role("button", name="Keep the first 2 lines (a prompt for Complete)").click())
+    rerun(page, lambda: page.get_by_role("button", name="Complete", exact=True).click(), WAIT_MS)
     expect(page.locator(".st-key-br_go")).to_be_visible(timeout=WAIT_MS)
-    _idle(page)
-    page.locator(".st-key-br_go").get_by_role("button", name="Branch").click()  # the default fork point
-    expect(page.locator(".st-key-br_cmp_tree_1 .main-svg").first).to_be_visible(timeout=WAIT_MS)
+    branch = page.locator(".st-key-br_go").get_by_role("button", name="Branch")
+    rerun(page, lambda: branch.click(), WAIT_MS)  # the default fork point
+    expect(keyed(page, "br_cmp_tree_1").locator(".main-svg").first).to_be_visible(timeout=WAIT_MS)
     keys = {m["key"] for m in _figures_fit(page, "inspector-branches", 6)}
     assert {"br_tree_chart", "br_cmp_tree_0", "br_cmp_tree_1"} <= keys
     page.close()
@@ -127,7 +113,7 @@ def test_compare_figures_fit_their_panels(app_server, browser):
     from playwright.sync_api import expect
 
     page = _open(browser, app_server + "/compare-models", "Compare models on one snippet")
-    page.get_by_role("button", name="Compare").click()
+    rerun(page, lambda: page.get_by_role("button", name="Compare").click(), WAIT_MS)
     expect(page.locator(".st-key-cmptree_diff .main-svg").first).to_be_visible(timeout=WAIT_MS)
     _figures_fit(page, "compare", 4)  # a tree per model, the difference tree, the nodes they disagree on
     page.close()
