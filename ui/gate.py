@@ -11,10 +11,9 @@ What :func:`enter` does, in order (each step stops the script until it is satisf
 
 0. in shared mode, private writes for this process (files 0600, folders 0700: :func:`ui.access.protect_files`),
    before any page can start a job. Under the legacy routing (a fresh server that has not run
-   ``st.navigation`` yet, or a run that started before another session's gate ended it: :func:`legacy_routing`),
-   replace its sidebar list of page files by a hidden navigation: this ends the legacy routing for every
-   session, and an anonymous visitor does not even see the pages' names. A page reached that way then only
-   links to ``/``.
+   ``st.navigation`` yet), replace its sidebar list of page files by a hidden navigation: this ends the
+   legacy routing for every session, and an anonymous visitor does not even see the pages' names. A page
+   reached that way then only links to ``/``.
 1. ``ASC_PASSWORD`` when set: the app's password (rate-limited, constant time: :mod:`ui.access`);
 2. the server's access token when the policy asks for one (local mode unless ``ASC_TOKEN=off``, or an
    admin's explicit ``ASC_TOKEN``): from the address (``?token=...``, as ``make app`` prints it) or typed
@@ -29,7 +28,6 @@ works; a new tab without it asks again (Streamlit has no server-set cookie to re
 
 from __future__ import annotations
 
-import inspect
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -41,7 +39,6 @@ from ui import access
 
 TOKEN_KEY = "app_token"  # the token box's widget key
 PASSWORD_KEY = "app_pw"  # the app password box's widget key
-_RUNNER = "streamlit.runtime.scriptrunner.script_runner"  # the module whose _mpa_v1 runs a legacy-routed script
 
 
 def _passed(token: str | None) -> bool:
@@ -62,19 +59,9 @@ def _token_box(token: str) -> bool:
 
 
 def legacy_routing() -> bool:
-    """Whether this script run is routed by the ``pages/`` folder's file names: Streamlit still routes that way
-    (true until a run calls ``st.navigation``; Streamlit 1.67 keeps this in ``PagesManager.uses_pages_directory``),
-    or this run started while it did. Streamlit decides at the start of a run: sessions that open side by side on a
-    fresh server each start in the legacy routing (its ``_mpa_v1``, which lists the page files in the sidebar), the
-    first one's gate ends it for the server, and every other one must still replace its list."""
-    if getattr(PagesManager, "uses_pages_directory", False):
-        return True
-    frame = inspect.currentframe()
-    while frame is not None:
-        if frame.f_code.co_name == "_mpa_v1" and frame.f_globals.get("__name__") == _RUNNER:
-            return True
-        frame = frame.f_back
-    return False
+    """Whether Streamlit still routes by the ``pages/`` folder's file names (true until a run calls
+    ``st.navigation``; Streamlit 1.67 keeps this in ``PagesManager.uses_pages_directory``)."""
+    return bool(getattr(PagesManager, "uses_pages_directory", False))
 
 
 def enter(study: bool = False, router: bool = False) -> None:

@@ -30,9 +30,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """A headless Debian chromium (tests/browser.py); every test opens its own pages in it."""
+    """A headless Debian chromium (tests/browser.py); every test opens its own pages in it. Per module, not per
+    session: Playwright's sync API keeps an asyncio loop running in the thread while it is open, and a later test in
+    the same worker that starts its own Playwright (tests/packaging, tests/attacks) or an asyncio loop (Streamlit's
+    AppTest switching pages) fails while it is."""
     with chromium() as b:
         yield b
 
