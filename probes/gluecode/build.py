@@ -44,8 +44,8 @@ of the target in the function.
 
 Observed at ``size=1000``, seed 0 (Python 3.11; a 2-core machine under load; :func:`build_task_sets`, files
 parsed once): stdlib (8,482 functions): NPATH 996 (83 a bucket: dev 42, test 41), OPS 852 (71 an operator: dev
-54, test 17; ``/`` is rare in Python, 71 functions), NAME 1000, CALL 1000 (500 api, 500 local); 45 s for the
-four (32 s CPU; the first task parses the stdlib's files, about 10 s). algorithms (806 functions): NPATH 180
+54, test 17; ``/`` is rare in Python, 71 functions), NAME 1000, CALL 1000 (500 api, 500 local); 18 s of CPU
+for the four (31 s before issue 29's speed-ups, measured side by side; the first task parses the stdlib's files). algorithms (806 functions): NPATH 180
 (15 a bucket: few functions above NPath 20), OPS 348 (29 an operator, ``/`` again), NAME 736 (every eligible
 name), CALL 646 (323 a kind: local calls are the rarer); 6 s for the four. more-itertools 11.2.1 at ``size=120``
 (215 functions in 2 files, one package): NPATH 24 (by definition: NPath 16-20 has 2 functions), OPS 72 (by
