@@ -1,13 +1,17 @@
 """Fixtures of the corpus tests: one local Ray per pytest-xdist worker for every Ray-engine test.
 
 Starting Ray takes seconds (its processes, then the actors' imports), so the tests that run the Ray engine share
-one local Ray (two CPUs, no dashboard) in their worker instead of starting one each. A test elsewhere may shut it
-down (``tests/attacks/test_ray_address.py`` needs a process without Ray: a running Ray is reused, never looked up),
-so each use starts it again when it is not running; the worker's session shuts it down at its end.
+one local Ray (no dashboard) in their worker instead of starting one each. It has the worker's share of the cores
+(one each for two workers on two cores, as tests/conftest.py gives torch): the engine gives each actor
+``CPUs // workers`` torch threads, and two threads in a lone actor would spin against the other worker's tests.
+A test elsewhere may shut it down (``tests/attacks/test_ray_address.py`` needs a process without Ray: a running Ray
+is reused, never looked up), so each use starts it again when it is not running; the worker's session shuts it
+down at its end.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -26,5 +30,6 @@ def ray_local(_ray_session):
     """A local Ray, started here if none runs in this process (the engine leaves a Ray it did not start running)."""
     ray = pytest.importorskip("ray")
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        share = (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        ray.init(num_cpus=max(1, share), include_dashboard=False, log_to_driver=False)
     return ray
