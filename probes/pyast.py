@@ -32,7 +32,7 @@ def _add_children(node: ast.AST, out: list[ast.AST]) -> None:
         if isinstance(value, ast.AST):
             out.append(value)
         elif isinstance(value, list):
-            out.extend(v for v in value if isinstance(v, ast.AST))
+            out.extend([v for v in value if isinstance(v, ast.AST)])
 
 
 def child_nodes(node: ast.AST) -> list[ast.AST]:
