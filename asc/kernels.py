@@ -11,8 +11,8 @@ online maximum ``m``, sum of ``exp(x - m)``, sum of ``exp(x - m) * x`` (for the 
 ``H = logsumexp - E[x]``), the count of logits above the target's (rank = count + 1, ties not
 counted, as in the eager path) and the lane's five largest values with their ids (an insertion
 network of five compare-exchanges); lanes merge at the end, the row's top 5 taken from the lanes'
-candidates. The first GPU report (``docs/gpu-report.md``) measured why the top 5 live in the kernel:
-at 262k, ``torch.topk`` alone ran at 473k rows/s and a two-stage ``torch.topk`` at 207k, while
+candidates. The first GPU report (an H200; ``git show 8c8e535:docs/gpu-report.md``) measured why the top 5
+live in the kernel: at 262k, ``torch.topk`` alone ran at 473k rows/s and a two-stage ``torch.topk`` at 207k, while
 the kernel without them read 3.5M rows/s.
 
 The kernel runs only for CUDA tensors and only where Triton imports. Any other case, and a kernel

@@ -171,3 +171,41 @@ def test_blocks_are_filled_in_place_even_when_empty(tmp_path):
     assert render_bench.render(readme, tmp_path) == (
         "<!--bench:demo/one-->\n```text\nfirst 1.5 s\n```\n\nprose between, took 1.5<!--bench:demo/a_s--> s\n\n"
         "<!--bench:demo/two-->\n```text\nsecond\n```\n")
+
+
+GPU_NUMBER = re.compile(r"(?<![\w.-])\d[\d,]*(?:\.\d+)?(?:e[-+]\d+)?(?=x\b|[\s;,)]|$)")
+
+
+def _gpu_table(readme: str) -> list[str]:
+    """The measured column of the README's GPU table (the rows after '**Measured**' in '### GPU report')."""
+    section = readme[readme.index("### GPU report"):readme.index("## Reproduction: Table I")]
+    rows = section[section.index("**Measured**"):].split("\n\n")[1].splitlines()[2:]
+    return [row.split(" | ")[1] for row in rows]
+
+
+def _gpu_missing(readme: str, report: str) -> list[str]:
+    """The numbers of the README's GPU table that docs/gpu-report.md does not print."""
+    numbers = [n for cell in _gpu_table(readme) for n in GPU_NUMBER.findall(cell)]
+    assert len(numbers) >= 20, numbers
+    return [n for n in numbers if not re.search(rf"(?<![\d.,]){re.escape(n)}(?![\d])", report)]
+
+
+def test_the_gpu_table_quotes_the_committed_gpu_report():
+    """The GPU report is made on a lent machine, not by `make bench`: each number of the README's GPU table must be
+    one the committed docs/gpu-report.md prints, and the README names the report's commit and date."""
+    report = (ROOT / "docs" / "gpu-report.md").read_text(encoding="utf-8")
+    readme = README.read_text(encoding="utf-8")
+    assert len(_gpu_table(readme)) >= 8
+    assert not _gpu_missing(readme, report), "README GPU figures not in docs/gpu-report.md"
+    commit = re.search(r"^- commit: (\w+)", report, re.M)
+    date = re.search(r"^- date: (\S+ \S+)", report, re.M)
+    assert commit and date and commit[1] in readme and date[1] in readme
+
+
+def test_the_gpu_check_catches_a_number_typed_by_hand():
+    report = (ROOT / "docs" / "gpu-report.md").read_text(encoding="utf-8")
+    readme = README.read_text(encoding="utf-8")
+    first = _gpu_table(readme)[0]
+    changed = readme.replace(first, first.replace("1,497,578", "1,497,579"), 1)
+    assert changed != readme
+    assert _gpu_missing(changed, report) == ["1,497,579"]
