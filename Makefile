@@ -11,7 +11,8 @@ HOST ?= 127.0.0.1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: app study test test-fast test-stress lint bench setup browser docs-data clean gpu-bundle gpu-report-dry
+.PHONY: app study test test-fast test-stress lint bench setup browser docs-data clean gpu-bundle gpu-report-dry \
+	gpu-table2-bundle
 
 setup: $(STAMP)
 
@@ -79,6 +80,10 @@ test-stress: setup browser docs-data
 # the GPU report (README, "GPU report"): fill .gpu/ here, then run benchmarks/gpu/run.sh on the GPU machine
 gpu-bundle: setup
 	$(PY) benchmarks/gpu/bundle.py
+
+# glueCode's Table 2 for the GPU machine: .gpu-part1/ ... (ignored), one per command of benchmarks/gpu/table2.sh
+gpu-table2-bundle: setup
+	$(PY) benchmarks/gpu/bundle.py --table2
 
 # the same script on the CPU with tiny sizes (tests/benchmarks/test_gpu_report.py runs it in make test)
 gpu-report-dry: setup
