@@ -112,6 +112,8 @@ bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_patching.py --rounds 1
 	# corpus attribution: the attribute-corpus sweep against its k gradient passes, interval widths by k (issue 30)
 	PYTHONPATH=. $(PY) benchmarks/bench_corpus_attribution.py --snippets 12 --k 8 --rounds 1
+	# glueCode Table 2: CPU cost per item of each model, level and task; a GPU estimate; the GPU commands (issue 31)
+	PYTHONPATH=. $(PY) benchmarks/bench_table2_plan.py
 	$(PY) docs/render_bench.py
 
 clean:
