@@ -81,9 +81,10 @@ test-stress: setup browser docs-data
 gpu-bundle: setup
 	$(PY) benchmarks/gpu/bundle.py
 
-# glueCode's Table 2 for the GPU machine: .gpu-part1/ ... (ignored), one per command of benchmarks/gpu/table2.sh
+# glueCode's Table 2 for the GPU machine: .gpu-part1/ ... (ignored), one per command of benchmarks/gpu/table2.sh;
+# MODELS=smollm2-135m (or gemma3-270m): one model's weights only (README, "GPU report")
 gpu-table2-bundle: setup
-	$(PY) benchmarks/gpu/bundle.py --table2
+	$(PY) benchmarks/gpu/bundle.py --table2 $(if $(MODELS),--models $(MODELS))
 
 # the same script on the CPU with tiny sizes (tests/benchmarks/test_gpu_report.py runs it in make test)
 gpu-report-dry: setup

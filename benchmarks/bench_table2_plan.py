@@ -16,10 +16,11 @@ a floor of two passes per ranked item (the shared prefix, then the candidates). 
 at the GPU's measured milliseconds per token (same section, bench_branch), shared by the ``--chunk`` items of a
 batch.
 
-**Plan**: the payload (the wheels' packages, ``--site-mib``, as ``make gpu-table2-bundle`` made them; the test
-items, packed here; the two GGUF files) in parts of ``--part-mib``, one per command, and the estimated work in the
-order the GPU command runs it (model by model, level by level, task by task), at most ``--command-s`` seconds of it
-per command (the 540-s deadline less time to receive, unpack and load). Written to ``docs/bench/table2_plan.txt``
+**Plan**, one payload per model (a fresh machine for the second model then receives only its own weights): the
+wheels' packages (``--site-mib``, as ``make gpu-table2-bundle`` made them), the test items (packed here) and the
+model's GGUF file in parts of ``--part-mib``, one per command, and the estimated work in the order the GPU command
+runs it (level by level, task by task), at most ``--command-s`` seconds of it per command (the 540-s deadline less
+time to receive, unpack and load). Written to ``docs/bench/table2_plan.txt``
 (:mod:`benchmarks.report`).
 """
 
@@ -195,16 +196,19 @@ def main() -> None:
                     f"{report.figure(key + '_gpu_s', gpu_s, '.0f')} s on the GPU (estimate)")
     with tempfile.TemporaryDirectory() as tmp:
         tasks_bytes = pack_tasks(args.run, set_name(args.corpus, args.size, 0), Path(tmp) / "t.tar.xz").stat().st_size
-    sizes = [("site.tar.xz", int(args.site_mib * 2**20)), ("tasks.tar.xz", tasks_bytes)]
-    sizes += [(f"{m}.gguf", EMBEDDED[m].locate().stat().st_size) for m in models]  # type: ignore[misc]
+    common = [("site.tar.xz", int(args.site_mib * 2**20)), ("tasks.tar.xz", tasks_bytes)]
     report.section("plan")
-    report.line("payload: " + ", ".join(f"{n} {s / 2**20:.1f} MiB" for n, s in sizes) + f"; parts of {args.part_mib:g} "
-                f"MiB; at most {args.command_s:.0f} s of work per command")
-    lines = schedule(cells, sizes, int(args.part_mib * 2**20), args.command_s)
-    for line in lines:
-        report.line(line)
-    report.figure("commands", len(lines))
-    report.line(f"{len(lines)} commands")
+    report.line(f"one payload per model (site.tar.xz {args.site_mib:.1f} MiB, tasks.tar.xz {tasks_bytes / 2**20:.1f} MiB, "
+                f"its GGUF), parts of {args.part_mib:g} MiB, at most {args.command_s:.0f} s of work per command:")
+    for model in models:
+        key = model.split("-")[0]
+        gguf = EMBEDDED[model].locate().stat().st_size  # type: ignore[misc]
+        lines = schedule([c for c in cells if c["model"] == model], [*common, (f"{model}.gguf", gguf)],
+                         int(args.part_mib * 2**20), args.command_s)
+        report.line(f"{model} ({gguf / 2**20:.1f} MiB; make gpu-table2-bundle MODELS={model}): "
+                    f"{report.figure(key + '_commands', len(lines))} commands")
+        for line in lines:
+            report.line("  " + line)
     report.write()
 
 

@@ -161,9 +161,11 @@ def main() -> None:
     ap.add_argument("--table2", action="store_true", help="glueCode's Table 2 in parts instead (module doc)")
     ap.add_argument("--run", type=Path, default=ROOT / "runs" / "gluecode", help="the run folder of the task set")
     ap.add_argument("--part-mib", type=float, default=55, help="the size of one part (default 55)")
+    ap.add_argument("--models", default=",".join(TABLE2_MODELS), help="the models whose weights go along, in the "
+                    "order they run (default both; one alone: a payload of its own, for a fresh machine)")
     args = ap.parse_args()
     if args.table2:
-        table2_bundle(args.run, args.part_mib)
+        table2_bundle(args.run, args.part_mib, [m for m in args.models.split(",") if m])
         return
     if BUNDLE.exists():
         shutil.rmtree(BUNDLE)

@@ -2,9 +2,9 @@
 
 Table 2: the stdlib task set at 1,000 items per task, its test split, both embedded models with their real weights,
 the three context levels, the 2,048-token window (README, "glueCode for Python"). ``make gpu-table2-bundle`` cuts
-what the GPU machine lacks (three wheels, the test items, the two GGUF files: about 345 MiB) into parts of 55 MiB,
-``.gpu-part1/`` ... (:mod:`benchmarks.gpu.parts`), and each command carries one. ``benchmarks/gpu/table2.sh`` runs
-this script there; each command:
+what the GPU machine lacks (three wheels' packages, the test items, the GGUF files: 344 MiB for both models, 103 MiB
+for SmolLM2 alone, ``MODELS=...``) into parts of 55 MiB, ``.gpu-part1/`` ... (:mod:`benchmarks.gpu.parts`), and each
+command carries one. ``benchmarks/gpu/table2.sh`` runs this script there; each command:
 
 1. receives the parts it carries into ``--work`` (default ``/tmp/asc-table2``, which stays while the machine is
    held: the device machine keeps files between back-to-back commands and loses them once it is given back) and
@@ -400,7 +400,8 @@ def main(argv: list[str] | None = None, clock: Callable[[], float] = time.time) 
     elif status["left"]:
         status["next"] = "run again (carry .gpu-table2 if the machine was given back: then every part is needed again)"
     else:
-        status["next"] = f"Table 2 is complete: extract {RESULTS} into the run folder here (README, 'GPU report')"
+        status["next"] = (f"done: every prediction of {', '.join(m for m, _ in models)}; keep {RESULTS} in .gpu-table2/ "
+                          "and extract it into the run folder here (README, 'GPU report')")
     status["seconds"] = clock() - args.started
     (args.out / "table2-status.json").write_text(json.dumps(status, indent=1))
     text = status_text(status)

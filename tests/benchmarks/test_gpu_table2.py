@@ -118,7 +118,7 @@ def test_table2_over_commands_equals_one_uninterrupted_run(tmp_path: Path, tiny,
     status = _command("--parts", str(everything), "--work", str(tmp_path / "w2"), "--carried",
                       str(tmp_path / "o2" / table2.RESULTS), out=tmp_path / "o3")
     assert status["merged"] == len(partial) and status["left"] == 0 and status["worker"] == "finished"
-    assert status["next"].startswith("Table 2 is complete")
+    assert status["next"].startswith("done: every prediction of tiny-a, tiny-b")
     resumed = _predictions(tmp_path / "o3" / table2.RESULTS, tmp_path)
     assert all(resumed[k] == v for k, v in partial.items())  # kept, not answered again
     assert "tiny-b" in (tmp_path / "o3" / "table2.txt").read_text()
