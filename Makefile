@@ -11,7 +11,8 @@ HOST ?= 127.0.0.1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: app study test test-fast test-stress lint bench setup browser docs-data clean gpu-bundle gpu-report-dry
+.PHONY: app study test test-fast test-stress lint bench setup browser docs-data clean gpu-bundle gpu-report-dry \
+	gpu-table2-bundle
 
 setup: $(STAMP)
 
@@ -80,6 +81,11 @@ test-stress: setup browser docs-data
 gpu-bundle: setup
 	$(PY) benchmarks/gpu/bundle.py
 
+# glueCode's Table 2 for the GPU machine: .gpu-part1/ ... (ignored), one per command of benchmarks/gpu/table2.sh;
+# MODELS=smollm2-135m (or gemma3-270m): one model's weights only (README, "GPU report")
+gpu-table2-bundle: setup
+	$(PY) benchmarks/gpu/bundle.py --table2 $(if $(MODELS),--models $(MODELS))
+
 # the same script on the CPU with tiny sizes (tests/benchmarks/test_gpu_report.py runs it in make test)
 gpu-report-dry: setup
 	OUT=test-output/gpu-report-dry PYTHON=$(PY) benchmarks/gpu/run.sh --dry
@@ -107,6 +113,8 @@ bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_patching.py --rounds 1
 	# corpus attribution: the attribute-corpus sweep against its k gradient passes, interval widths by k (issue 30)
 	PYTHONPATH=. $(PY) benchmarks/bench_corpus_attribution.py --snippets 12 --k 8 --rounds 1
+	# glueCode Table 2: CPU cost per item of each model, level and task; a GPU estimate; the GPU commands (issue 31)
+	PYTHONPATH=. $(PY) benchmarks/bench_table2_plan.py
 	$(PY) docs/render_bench.py
 
 clean:

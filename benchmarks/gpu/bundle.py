@@ -14,19 +14,39 @@ command. This script fills ``.gpu/`` with:
 - ``stamp.json``: the commit, whether the tree had uncommitted changes, and the date, which the report prints.
 
 Run ``benchmarks/gpu/run.sh`` there with ``.gpu`` carried (README, "GPU report").
+
+``--table2`` (``make gpu-table2-bundle``) prepares glueCode's Table 2 instead (:mod:`benchmarks.gpu.table2`): the
+wheels it needs there (transformers, tokenizers, gguf) unpacked into one xz-compressed tar (what ``pip install
+--target`` would write, less its scripts and bytecode: 6.4 MiB, where the wheels, zips compressed file by file,
+take 16 MiB), the test items of the stdlib task set at 1,000 per task
+(built under ``--run`` if missing; xz-compressed: the file and call-graph contexts repeat across items, 110 MB of
+JSON become a few MiB) and the two embedded models' GGUF files, cut into parts of ``--part-mib`` (default 55) in
+``.gpu-part1/`` ... (:mod:`benchmarks.gpu.parts`), one per command. The GGUFs travel quantized: 94 MiB
+(SmolLM2, Q4_1) and 241 MiB (Gemma 3, Q4_K_M with a Q8_0 embedding), against 517 MB and 1.1 GB de-quantized to
+float32 (half that in bfloat16), and the de-quantized weights are a function of them (transformers de-quantizes
+the same way there, on first load); compression would save about 5% (quantized weights are nearly random bytes).
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
+import io
 import json
 import shutil
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
+import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.gpu import parts  # noqa: E402
+from benchmarks.gpu.table2 import SITE_ARCHIVE, TASKS_ARCHIVE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ROOT / ".gpu"
@@ -36,10 +56,14 @@ PACKAGES = ("transformers", "tokenizers", "tree-sitter", "tree-sitter-python", "
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
              "manylinux1_x86_64", "any")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "generation_config.json")
+TABLE2_PACKAGES = ("transformers", "tokenizers", "gguf")  # the machine has their dependencies, not gguf
+TABLE2_MODELS = ("smollm2-135m", "gemma3-270m")
+COMMAND_MIB = 64  # what one command carries, the working tree included
+RESULTS_MIB = 4  # room for .gpu-table2/ (the results sent back, carried again after a machine was given back)
 
 
-def download_wheels(target: Path) -> list[str]:
-    pins = [f"{name}=={importlib.metadata.version(name)}" for name in PACKAGES]
+def download_wheels(target: Path, packages: Sequence[str] = PACKAGES) -> list[str]:
+    pins = [f"{name}=={importlib.metadata.version(name)}" for name in packages]
     platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                     "--python-version", "3.12", "--implementation", "cp", *platforms, "-d", str(target), *pins],
@@ -62,7 +86,87 @@ def git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
 
 
+def pack_tasks(run: Path, task_set: str, dest: Path) -> Path:
+    """The test items of ``run/tasks/<task_set>/`` (each task's header line and its test lines) as ``dest``, a
+    tar.xz holding ``tasks/<task_set>/<TASK>.jsonl``: what the GPU answers (the dev items serve the trivial
+    baselines, computed here)."""
+    folder = run / "tasks" / task_set
+    files = sorted(folder.glob("*.jsonl"))
+    if not files:
+        raise SystemExit(f"no task files in {folder}: build the task set first (python -m probes gluecode --out {run})")
+    with tarfile.open(dest, "w:xz", preset=6) as tar:
+        for path in files:
+            lines = path.read_text(encoding="utf-8").splitlines()
+            keep = lines[:1] + [x for x in lines[1:] if x.strip() and json.loads(x).get("split") == "test"]
+            data = ("\n".join(keep) + "\n").encode()
+            info = tarfile.TarInfo(f"tasks/{task_set}/{path.name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return dest
+
+
+def pack_folder(folder: Path, dest: Path) -> Path:
+    """A model folder (config, weights, tokenizer) as an uncompressed tar, its files at the top."""
+    with tarfile.open(dest, "w") as tar:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                tar.add(path, arcname=str(path.relative_to(folder)))
+    return dest
+
+
+def tree_mib() -> float:
+    """The working tree a command carries besides the parts: tracked files and untracked ones git does not ignore."""
+    names = git("ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")
+    return sum((ROOT / n).stat().st_size for n in names if n and (ROOT / n).is_file()) / 2**20
+
+
+def table2_bundle(run: Path, part_mib: float, models: Sequence[str] = TABLE2_MODELS) -> dict:
+    """``.gpu-part<i>/``: Table 2's payload (module doc) in parts of ``part_mib``; returns the manifest."""
+    from asc.models import EMBEDDED
+    from probes.gluecode.items import TASKS
+    from probes.gluecode.runs import build_or_load, set_name
+
+    room = COMMAND_MIB - RESULTS_MIB - tree_mib()
+    if part_mib > room:
+        raise SystemExit(f"--part-mib {part_mib}: a command carries {COMMAND_MIB} MiB, the working tree takes "
+                         f"{tree_mib():.1f} and the results {RESULTS_MIB}: give at most {room:.0f}")
+    print(f"task set stdlib-1000-seed0 under {run} (built once; minutes the first time) ...", flush=True)
+    build_or_load(run, "stdlib", TASKS, 1000, 0)
+    with tempfile.TemporaryDirectory() as tmp:
+        wheels, site = Path(tmp) / "wheels", Path(tmp) / "site"
+        pins = download_wheels(wheels, TABLE2_PACKAGES)
+        for whl in sorted(wheels.glob("*.whl")):
+            with zipfile.ZipFile(whl) as z:
+                z.extractall(site)
+        with tarfile.open(Path(tmp) / SITE_ARCHIVE, "w:xz", preset=6) as tar:
+            for path in sorted(site.rglob("*")):
+                if path.is_file():
+                    tar.add(path, arcname=str(path.relative_to(site)))
+        tasks = pack_tasks(run, set_name("stdlib", 1000, 0), Path(tmp) / TASKS_ARCHIVE)
+        files = [(SITE_ARCHIVE, Path(tmp) / SITE_ARCHIVE), (TASKS_ARCHIVE, tasks)]
+        files += [(f"{m}.gguf", EMBEDDED[m].locate()) for m in models]  # type: ignore[misc]
+        manifest = parts.split(files, ROOT, int(part_mib * 2**20))
+    spans = parts.spans(manifest)
+    print(f"{len(manifest['parts'])} parts of at most {part_mib:g} MiB (.gpu-part1/ ... ; payload "
+          f"{manifest['payload']}, {manifest['total'] / 2**20:.1f} MiB; wheels: {', '.join(pins)}):")
+    for entry in manifest["files"]:
+        first, last = spans[entry["name"]]
+        print(f"  {entry['name']:22} {entry['size'] / 2**20:7.1f} MiB  parts {first}-{last}")
+    print("Carry .gpu-part<i> in command i (benchmarks/gpu/table2.sh); a model runs from the command of its last part.")
+    return manifest
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--table2", action="store_true", help="glueCode's Table 2 in parts instead (module doc)")
+    ap.add_argument("--run", type=Path, default=ROOT / "runs" / "gluecode", help="the run folder of the task set")
+    ap.add_argument("--part-mib", type=float, default=55, help="the size of one part (default 55)")
+    ap.add_argument("--models", default=",".join(TABLE2_MODELS), help="the models whose weights go along, in the "
+                    "order they run (default both; one alone: a payload of its own, for a fresh machine)")
+    args = ap.parse_args()
+    if args.table2:
+        table2_bundle(args.run, args.part_mib, [m for m in args.models.split(",") if m])
+        return
     if BUNDLE.exists():
         shutil.rmtree(BUNDLE)
     (BUNDLE / "tokenizer").mkdir(parents=True)

@@ -113,16 +113,21 @@ def _write_predictions(path: Path, predictions: Sequence[Any]) -> None:
 def run_gluecode(bundle: ModelBundle, items: dict[str, list[Item]], out: str | Path, *, task_set: str,
                  contexts: Sequence[str] = CONTEXTS, split: str = "test",
                  on_progress: Callable[[str, int, int], None] | None = None,
-                 should_stop: Callable[[], bool] | None = None, **predict_args: Any) -> Path:
+                 should_stop: Callable[[], bool] | None = None, chunk: int | None = None,
+                 **predict_args: Any) -> Path:
     """Answer the ``split`` items of every task in ``items`` at every level in ``contexts`` with ``bundle``,
     extending the prediction files under ``out`` (items already answered are skipped). ``on_progress(stage,
     done, total)`` counts the items of each stage (``"OPS file"``: a task at a level), as the other probes'
-    runs do; ``should_stop()`` ends the run between chunks. The settings that change answers (``max_window``,
+    runs do; ``should_stop()`` ends the run between chunks of ``chunk`` items (default 32; a GPU answers bigger
+    ones faster: generation runs a chunk's prompts as one batch). The settings that change answers (``max_window``,
     ``scope``, ``batch_tokens`` does not) are kept in ``<model>/<task_set>/settings.json``: resuming with others
     is refused, so one prediction file never mixes two windows. ``task_set``: the set's folder name
     (:func:`set_name`; what :func:`build_or_load` returns it under)."""
     from probes.gluecode.zeroshot import predict
 
+    step = _CHUNK if chunk is None else chunk
+    if step < 1:
+        raise InputError(f"chunk={chunk}: give at least 1 item per chunk (default {_CHUNK})")
     bad = [c for c in contexts if c not in CONTEXTS]
     if bad or not contexts:
         raise InputError(f"contexts {list(contexts)!r}: choose among {', '.join(CONTEXTS)}")
@@ -136,20 +141,20 @@ def run_gluecode(bundle: ModelBundle, items: dict[str, list[Item]], out: str | P
             answered = {p.item_id for p in have}
             plan.append((task, level, path, have, [it for it in chosen if it.id not in answered]))
     for task, level, path, have, todo in plan:
-        for lo in range(0, len(todo), _CHUNK):
+        for lo in range(0, len(todo), step):
             if should_stop is not None and should_stop():
                 return Path(out)
-            chunk = todo[lo : lo + _CHUNK]
+            part = todo[lo : lo + step]
 
-            def within(done: int, total: int, lo: int = lo, n: int = len(chunk), stage: str = f"{task} {level}",
+            def within(done: int, total: int, lo: int = lo, n: int = len(part), stage: str = f"{task} {level}",
                        of: int = len(todo)) -> None:  # progress inside a chunk (a file-level chunk takes minutes)
                 if on_progress is not None and total:
                     on_progress(stage, lo + done * n // total, of)
 
-            have = have + predict(bundle, chunk, level, on_progress=within, **predict_args)
+            have = have + predict(bundle, part, level, on_progress=within, **predict_args)
             _write_predictions(path, have)
             if on_progress is not None:
-                on_progress(f"{task} {level}", min(lo + _CHUNK, len(todo)), len(todo))
+                on_progress(f"{task} {level}", min(lo + step, len(todo)), len(todo))
     return Path(out)
 
 
