@@ -54,4 +54,5 @@ else:
         st.caption("AsC Studio explains code models in terms of syntax: AsC-Eval, AsC-Viz (ASTxplainer), "
                    "layer probes (INSPECT), attention heads (CodeSyntax), benchmark tasks (glueCode), text about "
                    "code (BLANCA).")
-page.run()
+with gate.routed():  # a page file run outside this was started by the legacy routing (ui.gate)
+    page.run()

@@ -11,9 +11,9 @@ What :func:`enter` does, in order (each step stops the script until it is satisf
 
 0. in shared mode, private writes for this process (files 0600, folders 0700: :func:`ui.access.protect_files`),
    before any page can start a job. Under the legacy routing (a fresh server that has not run
-   ``st.navigation`` yet), replace its sidebar list of page files by a hidden navigation: this ends the
-   legacy routing for every session, and an anonymous visitor does not even see the pages' names. A page
-   reached that way then only links to ``/``.
+   ``st.navigation`` yet: :func:`legacy_routing`), replace its sidebar list of page files by a hidden
+   navigation: this ends the legacy routing for every session, and an anonymous visitor does not even see the
+   pages' names. A page reached that way then only links to ``/``.
 1. ``ASC_PASSWORD`` when set: the app's password (rate-limited, constant time: :mod:`ui.access`);
 2. the server's access token when the policy asks for one (local mode unless ``ASC_TOKEN=off``, or an
    admin's explicit ``ASC_TOKEN``): from the address (``?token=...``, as ``make app`` prints it) or typed
@@ -28,10 +28,15 @@ works; a new tab without it asks again (Streamlit has no server-set cookie to re
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
 from urllib.parse import urlencode
 
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from asc.errors import AscError
 from asc.paths import APP_ROOT, app_password, study_mode
@@ -39,6 +44,7 @@ from ui import access
 
 TOKEN_KEY = "app_token"  # the token box's widget key
 PASSWORD_KEY = "app_pw"  # the app password box's widget key
+_ROUTED: ContextVar[bool] = ContextVar("asc_routed", default=False)  # inside app.py's ``page.run()`` (:func:`routed`)
 
 
 def _passed(token: str | None) -> bool:
@@ -58,10 +64,41 @@ def _token_box(token: str) -> bool:
                                      "ASC_TOKEN=off (then every account on this machine can use the app).")
 
 
-def legacy_routing() -> bool:
-    """Whether Streamlit still routes by the ``pages/`` folder's file names (true until a run calls
-    ``st.navigation``; Streamlit 1.67 keeps this in ``PagesManager.uses_pages_directory``)."""
-    return bool(getattr(PagesManager, "uses_pages_directory", False))
+@contextmanager
+def routed() -> Iterator[None]:
+    """``app.py`` runs the page its navigation chose inside this: a page file run outside it while ``app.py`` is the
+    main script was started by the legacy routing (:func:`legacy_routing`)."""
+    mark = _ROUTED.set(True)
+    try:
+        yield
+    finally:
+        _ROUTED.reset(mark)
+
+
+def _main_script_is_the_app() -> bool:
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return False
+    return Path(ctx.pages_manager.main_script_path).resolve() == (APP_ROOT / "app.py").resolve()
+
+
+def legacy_routing(router: bool = False) -> bool:
+    """Whether this script run is routed by the ``pages/`` folder's file names.
+
+    True while Streamlit still routes that way (until a run calls ``st.navigation``; Streamlit 1.67 keeps this in
+    ``PagesManager.uses_pages_directory``), and for a page file (``router`` false) that runs while ``app.py`` is the
+    main script but outside ``app.py``'s :func:`routed`. The second case is a run that Streamlit started in the
+    legacy routing, which lists the page files in its sidebar, while another session's gate ended that routing for
+    the server before this run reached its own gate: sessions opened side by side on a fresh server. A page run
+    alone (AppTest of the page file) has itself as the main script and is not legacy.
+
+    Left open: ``app.py`` itself, started in the legacy routing just before another session ended it, keeps the
+    page files' names in its sidebar until the visitor passes the gate (names only: the gate stops the run before
+    anything else). Only plain ``streamlit run app.py`` has the legacy routing at all: ``make app`` and
+    ``asc-studio`` (:mod:`ui.serve`) switch it off before the first session."""
+    if getattr(PagesManager, "uses_pages_directory", False):
+        return True
+    return not router and not _ROUTED.get() and _main_script_is_the_app()
 
 
 def enter(study: bool = False, router: bool = False) -> None:
@@ -74,7 +111,7 @@ def enter(study: bool = False, router: bool = False) -> None:
         st.error(str(err))
         st.stop()
     access.protect_files(policy.shared)
-    token, legacy = policy.token, legacy_routing()
+    token, legacy = policy.token, legacy_routing(router)
     if legacy and not (router and _passed(token)):  # (the router's own navigation ends it for an admitted visitor)
         # a hidden navigation of the app alone: ends the legacy routing, hides its list of page files
         st.navigation([st.Page(str(APP_ROOT / "app.py"), title="AsC Studio", default=True)], position="hidden")

@@ -7,9 +7,11 @@ listed and *Start* wrote a run folder. Hole 2: on loopback every account of the 
 Each test starts its own server and visits the legacy addresses first, while nobody has got past the gate
 (so Streamlit is still in its legacy routing), then the current ones. Every visit is a new browser context
 (a new session, no cookies). The visitor must see the password (or token) box and nothing of the app.
-The legacy addresses are visited one after the other (the first visit ends the legacy routing for the server);
-the current ones load side by side, each in its own context, and are checked once all have started: every check
-waits for its own page's box.
+The legacy addresses load side by side, each in its own context, and are checked once all have started; then the
+current ones, the same way; every check waits for its own page's box. Side by side is the harder case for the
+legacy ones: the first session's gate ends the legacy routing for the server, and every session whose run started
+before that is still routed the legacy way (Streamlit listed the page files in their sidebars until ``ui.gate``
+replaced the list in those runs too); one after the other, only the first visit was.
 """
 
 from __future__ import annotations
@@ -72,9 +74,9 @@ def _gated(page, box: str) -> None:
 
 
 def _every_address_is_gated(browser, port: int, box: str, check=None) -> None:
-    """Visits of every legacy address (one by one), then of every current one (side by side): each shows only the
+    """Visits of every legacy address, then of every current one (each batch side by side): each shows only the
     ``box`` (and passes ``check(page)``)."""
-    for batch in [[path] for path in LEGACY] + [CURRENT]:
+    for batch in (LEGACY, CURRENT):
         pages = {path: _start(browser, f"http://127.0.0.1:{port}{path}") for path in batch}
         for path, page in pages.items():
             _gated(page, box)
