@@ -99,18 +99,30 @@ def pack_tasks(run: Path, task_set: str, dest: Path) -> Path:
             lines = path.read_text(encoding="utf-8").splitlines()
             keep = lines[:1] + [x for x in lines[1:] if x.strip() and json.loads(x).get("split") == "test"]
             data = ("\n".join(keep) + "\n").encode()
-            info = tarfile.TarInfo(f"tasks/{task_set}/{path.name}")
+            info = reproducible(tarfile.TarInfo(f"tasks/{task_set}/{path.name}"))
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return dest
 
 
+def reproducible(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """A tar entry without the packing machine's times and owners, so that the same files make the same archive
+    (and the same payload id, :func:`parts.split`) in any clone on any day."""
+    info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+    return info
+
+
+def pack_files(folder: Path, tar: tarfile.TarFile) -> None:
+    """Every file under ``folder``, in path order, named relative to it, as :func:`reproducible` entries."""
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            tar.add(path, arcname=str(path.relative_to(folder)), filter=reproducible)
+
+
 def pack_folder(folder: Path, dest: Path) -> Path:
     """A model folder (config, weights, tokenizer) as an uncompressed tar, its files at the top."""
     with tarfile.open(dest, "w") as tar:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file():
-                tar.add(path, arcname=str(path.relative_to(folder)))
+        pack_files(folder, tar)
     return dest
 
 
@@ -139,9 +151,7 @@ def table2_bundle(run: Path, part_mib: float, models: Sequence[str] = TABLE2_MOD
             with zipfile.ZipFile(whl) as z:
                 z.extractall(site)
         with tarfile.open(Path(tmp) / SITE_ARCHIVE, "w:xz", preset=6) as tar:
-            for path in sorted(site.rglob("*")):
-                if path.is_file():
-                    tar.add(path, arcname=str(path.relative_to(site)))
+            pack_files(site, tar)
         tasks = pack_tasks(run, set_name("stdlib", 1000, 0), Path(tmp) / TASKS_ARCHIVE)
         files = [(SITE_ARCHIVE, Path(tmp) / SITE_ARCHIVE), (TASKS_ARCHIVE, tasks)]
         files += [(f"{m}.gguf", EMBEDDED[m].locate()) for m in models]  # type: ignore[misc]

@@ -181,3 +181,21 @@ def test_the_deadline_stops_before_a_chunk_that_might_not_finish():
     deadline.restart()  # a model load between two runs is no chunk
     now[0] = 0.0
     assert deadline.longest == 20 and not deadline.should_stop()
+
+
+def test_the_same_files_pack_to_the_same_bytes(tmp_path: Path):
+    """Two clones build the same payload (the same id, so parts from either fit together): the archive keeps no
+    packing time or owner, only names and contents."""
+    import os
+
+    sums = []
+    for i, stamp in enumerate((1_000_000_000, 1_700_000_000)):
+        folder = tmp_path / f"clone{i}" / "model"
+        (folder / "sub").mkdir(parents=True)
+        for name, text in (("config.json", "{}"), ("sub/weights.bin", "0123")):
+            (folder / name).write_text(text)
+            os.utime(folder / name, (stamp, stamp))
+        sums.append(pack_folder(folder, tmp_path / f"clone{i}.tar").read_bytes())
+    assert sums[0] == sums[1]
+    (tmp_path / "clone1" / "model" / "config.json").write_text('{"x": 1}')
+    assert pack_folder(tmp_path / "clone1" / "model", tmp_path / "changed.tar").read_bytes() != sums[0]
