@@ -59,8 +59,9 @@ docs-data:
 # each worker's torch gets one thread per core it owns (tests/conftest.py)
 XDIST := -n 2 --dist worksteal
 
+# every test's duration also goes to test-output/junit.xml (ignored), to see where the suite's time goes
 test: setup browser docs-data lint
-	$(PY) -m pytest -q $(XDIST) --durations=30
+	$(PY) -m pytest -q $(XDIST) --durations=30 --junitxml=test-output/junit.xml
 
 # the edit loop: no real-model, no browser, no slow tests (under a minute)
 test-fast: setup
