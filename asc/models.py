@@ -51,6 +51,7 @@ __all__ = [
     "EmbeddedModel",
     "ModelBundle",
     "cache_dir",
+    "check_spec",
     "embedded_names",
     "wrap",
     "load_model",
@@ -344,9 +345,27 @@ def load_model(spec: str = DEFAULT_MODEL, *, trust_remote_code: bool = False, de
                dtype: str = "float32") -> ModelBundle:
     """Load a causal LM from an embedded name, a .gguf file, a local HF folder or a hub id (see module doc),
     on ``device`` in ``dtype`` (see :func:`asc.device.resolve`; ``auto`` picks the best available), after
-    checking that it fits in the device's free memory."""
+    checking that it fits in the device's free memory. A spec of none of these forms fails before torch is
+    imported (a typo costs no seconds of imports, also in a Ray actor)."""
+    check_spec(spec)
     target = device_mod.resolve(device, dtype)
     return _place(_load(spec, trust_remote_code, target), *target)
+
+
+def check_spec(spec: str) -> None:
+    """UnknownModelError unless ``spec`` has one of :func:`load_model`'s forms: an embedded name, a .gguf path, a
+    folder or a hub id (whether the file or the hub model exists is left to the load). Imports no torch."""
+    text = (spec or "").strip()
+    path = Path(os.path.expanduser(text))
+    if text in EMBEDDED or path.suffix.lower() == ".gguf" or path.is_dir():
+        return
+    if _HUB_ID.match(text) and not text.startswith((".", "/", "~")):
+        return
+    raise _unknown(text)
+
+
+def _unknown(spec: str) -> UnknownModelError:
+    return UnknownModelError(f"unknown model {spec!r}: give {ACCEPTED_FORMS.format(names=', '.join(EMBEDDED))}")
 
 
 def wrap(model: Any, tokenizer: Any, name: str | None = None) -> ModelBundle:
@@ -378,7 +397,6 @@ def _place(bundle: ModelBundle, device: Any, dtype: Any) -> ModelBundle:
 
 def _load(spec: str, trust_remote_code: bool, target: tuple[Any, Any]) -> ModelBundle:
     spec = (spec or "").strip()
-    names = ", ".join(EMBEDDED)
     if spec in EMBEDDED:
         entry = EMBEDDED[spec]
         if entry.build is not None:
@@ -403,7 +421,7 @@ def _load(spec: str, trust_remote_code: bool, target: tuple[Any, Any]) -> ModelB
                              "point to a Hugging Face model folder or to the .gguf file itself")
     if _HUB_ID.match(spec) and not spec.startswith((".", "/", "~")):
         return _guard(spec, lambda: _from_folder(spec, spec, trust_remote_code, target))
-    raise UnknownModelError(f"unknown model {spec!r}: give {ACCEPTED_FORMS.format(names=names)}")
+    raise _unknown(spec)
 
 
 def _guard(spec: str, load: Callable[[], ModelBundle]) -> ModelBundle:

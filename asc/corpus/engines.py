@@ -146,9 +146,10 @@ class ChunkScorer:
 
     def __init__(self, spec: str, trust_remote_code: bool, device: str, dtype: str, aggregate: str, options: dict,
                  max_window: int | None, threads: int, layers: bool = False, forks: dict | None = None) -> None:
-        import torch
+        from asc.models import check_spec, load_model
 
-        from asc.models import load_model
+        check_spec(spec)  # a spec of no known form fails before the seconds of importing torch
+        import torch
 
         torch.set_num_threads(max(1, threads))
         self.bundle = load_model(spec, trust_remote_code=trust_remote_code, device=device, dtype=dtype)

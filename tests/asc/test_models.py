@@ -38,6 +38,22 @@ def test_unknown_name_lists_embedded_names_and_forms():
     assert ".gguf" in msg and "folder" in msg and "hub id" in msg
 
 
+def test_an_unknown_spec_fails_before_torch_is_needed(monkeypatch, tmp_path):
+    """A spec of no accepted form is refused before the device is resolved (that imports torch: seconds in a fresh
+    process, e.g. a Ray actor given a typo); every accepted form passes the check."""
+    from asc import device as device_mod
+    from asc.models import check_spec
+
+    def no_torch(*args, **kwargs):
+        raise AssertionError("the device was resolved (torch imported) before the spec was checked")
+
+    monkeypatch.setattr(device_mod, "resolve", no_torch)
+    with pytest.raises(UnknownModelError, match="no-such-model"):
+        load_model("no-such-model")
+    for spec in (next(iter(EMBEDDED)), str(tmp_path / "m.gguf"), str(tmp_path), "HuggingFaceTB/SmolLM2-135M"):
+        check_spec(spec)
+
+
 def test_local_folder_loads_same_weights(tmp_path):
     tiny = tiny_random_model()
     tiny.model.save_pretrained(tmp_path)
