@@ -60,6 +60,10 @@ _STILL = """
   if (document.documentElement) add(); else document.addEventListener('DOMContentLoaded', add);
 })();
 """
+#: ms between two checks of a page.wait_for_function condition: Playwright's default polls on every animation frame,
+#: which makes a waiting page draw 60 frames a second on the CPU (0.08 of a core) for as long as a model run lasts; the
+#: run counters (:data:`_COUNT_RUNS`) count every change, so checking them 10 times a second misses none
+POLL_MS = 100
 _IDLE = "document.querySelector(\"[data-testid='stApp']\")?.getAttribute('data-test-script-state') === 'notRunning'"
 
 
@@ -181,7 +185,7 @@ def keyed(page, key: str):
 def idle(page, timeout: float = SHOWN) -> None:
     """Until no script run is going on in ``page``: before an action, so it does not land in a page being redrawn.
     Not a proof that an action's rerun is over (see :func:`rerun`)."""
-    page.wait_for_function(_IDLE, timeout=timeout)
+    page.wait_for_function(_IDLE, timeout=timeout, polling=POLL_MS)
 
 
 def rerun(page, action: Callable[[], object], timeout: float = SHOWN) -> None:
@@ -189,7 +193,8 @@ def rerun(page, action: Callable[[], object], timeout: float = SHOWN) -> None:
     finished: one more finished run than before, and none going on. A page from :func:`open_page` only."""
     before = page.evaluate("window.__ascRunsDone || 0")
     action()
-    page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=before, timeout=timeout)
+    page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=before, timeout=timeout,
+                           polling=POLL_MS)
 
 
 def click_point(page, point, timeout: float = SHOWN, tries: int = 3) -> None:
@@ -206,12 +211,13 @@ def click_point(page, point, timeout: float = SHOWN, tries: int = 3) -> None:
         point.click(force=True)
         try:
             page.wait_for_function("([s, d]) => (window.__ascRunsStarted || 0) > s || (window.__ascRunsDone || 0) > d",
-                                   arg=[started, done], timeout=timeout / tries)
+                                   arg=[started, done], timeout=timeout / tries, polling=POLL_MS)
             break
         except PlaywrightTimeout:  # no run started: the click selected nothing
             if attempt == tries - 1:
                 raise
-    page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=done, timeout=timeout)
+    page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=done, timeout=timeout,
+                           polling=POLL_MS)
 
 
 def choose(page, key: str, typed: str, option: re.Pattern | str, timeout: float = SHOWN) -> None:
