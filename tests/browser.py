@@ -45,6 +45,25 @@ new MutationObserver(records => {
 }).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
                       attributeFilter: ['data-test-script-state']});
 """
+#: Ends every CSS animation at once (spinners, the running icon, skeletons' shimmer): in a headless chromium
+#: without a GPU each animated page repaints 60 times a second on the CPU while it waits for the server (0.1 of a
+#: core per page, more than everything else a waiting page does). Transitions stay, and so does every element and
+#: its final style: no check here looks at a motion.
+_STILL = """
+(() => {
+  const add = () => {
+    const style = document.createElement('style');
+    style.textContent = '*, *::before, *::after { animation-duration: 0s !important; animation-delay: 0s !important;'
+      + ' animation-iteration-count: 1 !important; }';
+    (document.head || document.documentElement).appendChild(style);
+  };
+  if (document.documentElement) add(); else document.addEventListener('DOMContentLoaded', add);
+})();
+"""
+#: ms between two checks of a page.wait_for_function condition: Playwright's default polls on every animation frame,
+#: which makes a waiting page draw 60 frames a second on the CPU (0.08 of a core) for as long as a model run lasts; the
+#: run counters (:data:`_COUNT_RUNS`) count every change, so checking them 10 times a second misses none
+POLL_MS = 100
 _IDLE = "document.querySelector(\"[data-testid='stApp']\")?.getAttribute('data-test-script-state') === 'notRunning'"
 
 
@@ -135,6 +154,12 @@ def has_chromium() -> bool:
     return Path(CHROMIUM).exists()
 
 
+def still(page):
+    """``page`` (not yet navigated) with every CSS animation ended at once (:data:`_STILL`); returns it."""
+    page.add_init_script(_STILL)
+    return page
+
+
 def open_page(browser, url: str, title: str, **kwargs):
     """A new session on ``url`` (a page of 1500 x 1100 px) once its title ``title`` shows and its first run has
     finished (a fresh session reports idle before its first run starts, so the title comes first). ``kwargs`` go to
@@ -144,7 +169,7 @@ def open_page(browser, url: str, title: str, **kwargs):
     page = browser.new_page(**{"viewport": {"width": 1500, "height": 1100}, **kwargs})
     page.set_default_timeout(SHOWN)
     page.add_init_script(_COUNT_RUNS)
-    page.goto(url)
+    still(page).goto(url)
     expect(page.locator("h1", has_text=title)).to_be_visible(timeout=SHOWN)
     idle(page)
     return page
@@ -160,7 +185,7 @@ def keyed(page, key: str):
 def idle(page, timeout: float = SHOWN) -> None:
     """Until no script run is going on in ``page``: before an action, so it does not land in a page being redrawn.
     Not a proof that an action's rerun is over (see :func:`rerun`)."""
-    page.wait_for_function(_IDLE, timeout=timeout)
+    page.wait_for_function(_IDLE, timeout=timeout, polling=POLL_MS)
 
 
 def rerun(page, action: Callable[[], object], timeout: float = SHOWN) -> None:
@@ -168,7 +193,8 @@ def rerun(page, action: Callable[[], object], timeout: float = SHOWN) -> None:
     finished: one more finished run than before, and none going on. A page from :func:`open_page` only."""
     before = page.evaluate("window.__ascRunsDone || 0")
     action()
-    page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=before, timeout=timeout)
+    page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=before, timeout=timeout,
+                           polling=POLL_MS)
 
 
 def click_point(page, point, timeout: float = SHOWN, tries: int = 3) -> None:
@@ -185,12 +211,13 @@ def click_point(page, point, timeout: float = SHOWN, tries: int = 3) -> None:
         point.click(force=True)
         try:
             page.wait_for_function("([s, d]) => (window.__ascRunsStarted || 0) > s || (window.__ascRunsDone || 0) > d",
-                                   arg=[started, done], timeout=timeout / tries)
+                                   arg=[started, done], timeout=timeout / tries, polling=POLL_MS)
             break
         except PlaywrightTimeout:  # no run started: the click selected nothing
             if attempt == tries - 1:
                 raise
-    page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=done, timeout=timeout)
+    page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=done, timeout=timeout,
+                           polling=POLL_MS)
 
 
 def choose(page, key: str, typed: str, option: re.Pattern | str, timeout: float = SHOWN) -> None:

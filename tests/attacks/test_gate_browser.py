@@ -5,9 +5,13 @@ served ``/global_eval`` (and every page file by its name) without ``app.py``'s p
 listed and *Start* wrote a run folder. Hole 2: on loopback every account of the machine was trusted.
 
 Each test starts its own server and visits the legacy addresses first, while nobody has got past the gate
-(so Streamlit is still in its legacy routing), then the current ones. Every visit is a new browser context
-(a new session, no cookies). The visitor must see the password (or token) box and nothing of the app.
-The legacy addresses load side by side, each in its own context, and are checked once all have started; then the
+(so Streamlit is still in its legacy routing), then the current ones. Every visit is a new page, so a new Streamlit
+session (its session state, where the gate remembers a visitor, is per page). The anonymous visits of a batch share
+one browser context that never gets past the gate (its cookies are Streamlit's XSRF cookie only, no credential) and
+so its HTTP cache: each page compiles Streamlit's scripts from that cache, where a context of its own fetched and
+compiled them again (about 1 s of CPU a page, 22 pages a test); the visits after a login each get a new context,
+none of the login's. The visitor must see the password (or token) box and nothing of the app.
+The legacy addresses load side by side, each in its own page, and are checked once all have started; then the
 current ones, the same way; every check waits for its own page's box. Side by side is the harder case for the
 legacy ones: the first session's gate ends the legacy routing for the server, and every session whose run started
 before that is still routed the legacy way (Streamlit listed the page files in their sidebars until ``ui.gate``
@@ -30,6 +34,7 @@ from tests.browser import (
     launcher_command,
     printed_url,
     start_app,
+    still,
     stop,
     streamlit_command,
 )
@@ -45,6 +50,20 @@ CURRENT = ["/", "/home", "/inspector", "/compare-models", "/global-asc-eval", "/
 TIMEOUT = 90_000  # ms: a loaded 2-core machine
 
 
+@pytest.fixture(scope="module")
+def _chromium():
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture
+def browser(_chromium):
+    """One chromium for both tests (started once); each test's contexts are closed when it ends."""
+    yield _chromium
+    for context in _chromium.contexts:
+        context.close()
+
+
 def _env(tmp_path, **extra: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASC_")}
     return {**env, "HF_HUB_OFFLINE": "1", "ASC_MODEL": "tiny-random", "ASC_MODEL_MODULES": MODULE,
@@ -52,15 +71,16 @@ def _env(tmp_path, **extra: str) -> dict:
 
 
 def _visit(browser, url: str, box: str):
-    """A new session on ``url``: waits for the ``box`` input (the gate), then for the script to finish."""
-    page = _start(browser, url)
+    """A new session in a new context (no cookies) on ``url``: waits for the ``box`` input (the gate), then for the
+    script to finish."""
+    page = _start(browser.new_context(), url)
     _gated(page, box)
     return page
 
 
-def _start(browser, url: str):
-    """A new session (a new context: no cookies) on ``url``, not yet loaded."""
-    page = browser.new_context().new_page()
+def _start(context, url: str):
+    """A new session (a new page of ``context``) on ``url``, not yet loaded."""
+    page = still(context.new_page())
     page.set_default_timeout(TIMEOUT)
     page.goto(url, wait_until="commit", timeout=TIMEOUT)
     return page
@@ -77,13 +97,15 @@ def _every_address_is_gated(browser, port: int, box: str, check=None) -> None:
     """Visits of every legacy address, then of every current one (each batch side by side): each shows only the
     ``box`` (and passes ``check(page)``)."""
     for batch in (LEGACY, CURRENT):
-        pages = {path: _start(browser, f"http://127.0.0.1:{port}{path}") for path in batch}
+        anonymous = browser.new_context()  # never past the gate: no credential in it (module docstring)
+        pages = {path: _start(anonymous, f"http://127.0.0.1:{port}{path}") for path in batch}
         for path, page in pages.items():
             _gated(page, box)
             _shows_nothing_of_the_app(page, path)
             if check:
                 check(page)
-            page.context.close()  # checked: its page stops drawing while the others are checked
+            page.close()  # checked: it stops drawing while the others are checked
+        anonymous.close()
 
 
 def _shows_nothing_of_the_app(page, url: str) -> None:
@@ -95,30 +117,29 @@ def _shows_nothing_of_the_app(page, url: str) -> None:
     expect(page.locator("[data-testid='stException']"), url).to_have_count(0)
 
 
-def test_every_address_of_a_fresh_password_server_asks_for_the_password(tmp_path):
+def test_every_address_of_a_fresh_password_server_asks_for_the_password(browser, tmp_path):
     """The issue's reproduction: ``ASC_SHARED=1 ASC_PASSWORD=pw streamlit run app.py`` on 127.0.0.1."""
     port = free_port()
     proc = start_app(streamlit_command(port), _env(tmp_path, ASC_SHARED="1", ASC_PASSWORD="pw",
                                                    ASC_STUDY_PASSWORD="researcher"), "gate-password.log", port)
     try:
-        with chromium() as browser:
-            _every_address_is_gated(browser, port, "Password")
-            page = _visit(browser, f"http://127.0.0.1:{port}/", "Password")
-            page.get_by_label("Password", exact=True).fill("pw")
-            page.keyboard.press("Enter")
-            from playwright.sync_api import expect
+        _every_address_is_gated(browser, port, "Password")
+        page = _visit(browser, f"http://127.0.0.1:{port}/", "Password")
+        page.get_by_label("Password", exact=True).fill("pw")
+        page.keyboard.press("Enter")
+        from playwright.sync_api import expect
 
-            expect(page.locator("h1", has_text="Completion inspector")).to_be_visible(timeout=TIMEOUT)
-            page.screenshot(path=str(OUT / "gate-password-open.png"))
-            for path in ("/global_eval", "/global-asc-eval"):  # after a login: still asked, in a new session
-                other = _visit(browser, f"http://127.0.0.1:{port}{path}", "Password")
-                _shows_nothing_of_the_app(other, path)
+        expect(page.locator("h1", has_text="Completion inspector")).to_be_visible(timeout=TIMEOUT)
+        page.screenshot(path=str(OUT / "gate-password-open.png"))
+        for path in ("/global_eval", "/global-asc-eval"):  # after a login: still asked, in a new session
+            other = _visit(browser, f"http://127.0.0.1:{port}{path}", "Password")
+            _shows_nothing_of_the_app(other, path)
     finally:
         stop(proc)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir()), "nothing ran"
 
 
-def test_a_local_app_asks_every_visitor_for_the_token_make_app_prints(tmp_path):
+def test_a_local_app_asks_every_visitor_for_the_token_make_app_prints(browser, tmp_path):
     """``make app``: the launcher makes a random token, passes it in the environment (not in ``ps``), prints
     the address with it; every address asks a visitor without it for the token."""
     from playwright.sync_api import expect
@@ -131,17 +152,16 @@ def test_a_local_app_asks_every_visitor_for_the_token_make_app_prints(tmp_path):
         assert url.startswith(f"http://127.0.0.1:{port}/?token=") and len(token) >= 32
         processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
         assert token not in processes, "the token is never on a command line"
-        with chromium() as browser:
-            _every_address_is_gated(browser, port, "Access token",
-                                    lambda page: expect(page.get_by_text("Trust remote code")).to_have_count(0))
-            page = browser.new_context().new_page()
-            page.goto(url)
-            expect(page.locator("h1", has_text="Completion inspector")).to_be_visible(timeout=TIMEOUT)
-            expect(page.get_by_text("Trust remote code")).to_be_visible(timeout=TIMEOUT)  # local mode's privileges
-            page.screenshot(path=str(OUT / "gate-token-open.png"))
-            wrong = browser.new_context().new_page()
-            wrong.goto(f"http://127.0.0.1:{port}/global_eval?token=not-the-token")
-            expect(wrong.get_by_text("Wrong access token")).to_be_visible(timeout=TIMEOUT)
-            _shows_nothing_of_the_app(wrong, "/global_eval?token=wrong")
+        _every_address_is_gated(browser, port, "Access token",
+                                lambda page: expect(page.get_by_text("Trust remote code")).to_have_count(0))
+        page = still(browser.new_context().new_page())
+        page.goto(url)
+        expect(page.locator("h1", has_text="Completion inspector")).to_be_visible(timeout=TIMEOUT)
+        expect(page.get_by_text("Trust remote code")).to_be_visible(timeout=TIMEOUT)  # local mode's privileges
+        page.screenshot(path=str(OUT / "gate-token-open.png"))
+        wrong = still(browser.new_context().new_page())
+        wrong.goto(f"http://127.0.0.1:{port}/global_eval?token=not-the-token")
+        expect(wrong.get_by_text("Wrong access token")).to_be_visible(timeout=TIMEOUT)
+        _shows_nothing_of_the_app(wrong, "/global_eval?token=wrong")
     finally:
         stop(proc)

@@ -28,6 +28,7 @@ from asc.jobs import JobKind
 from tests.browser import (
     MODEL_RUN,
     OUT,
+    POLL_MS,
     SHOWN,
     choose,
     click_point,
@@ -172,7 +173,7 @@ def test_inspector_per_layer_in_chromium(app_server, browser):
     expect(thumb).to_have_value("0")
     # the sequence view shows layer 0's probabilities
     page.wait_for_function("html => document.querySelector('pre.asc-seq')?.innerHTML !== html", arg=before,
-                           timeout=SHOWN)
+                           timeout=SHOWN, polling=POLL_MS)
     _no_exception(page)
     heatmap.scroll_into_view_if_needed()
     heatmap.screenshot(path=str(OUT / "inspector-per-layer-heatmap.png"))
