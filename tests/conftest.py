@@ -1,4 +1,5 @@
-"""Shared fixtures: the in-process tiny random model, with and without a BOS token; small real runs.
+"""Shared fixtures: the in-process tiny random model, with and without a BOS token; the real SmolLM2 and Gemma 3 (loaded
+once per pytest-xdist worker); small real runs.
 
 The real runs are session fixtures, built once per pytest-xdist worker; :func:`humaneval40` (a minute of SmolLM2),
 read by tests on either worker, is built once for the whole session (the first worker builds it under a lock, the
