@@ -1,4 +1,5 @@
-"""Shared fixtures: the in-process tiny random model, with and without a BOS token; small real runs.
+"""Shared fixtures: the in-process tiny random model, with and without a BOS token; the real SmolLM2 and Gemma 3 (loaded
+once per pytest-xdist worker); small real runs.
 
 The real runs are session fixtures, built once per pytest-xdist worker; :func:`humaneval40` (a minute of SmolLM2),
 read by tests on either worker, is built once for the whole session (the first worker builds it under a lock, the
@@ -160,13 +161,31 @@ def tiny_bos():
 
 
 @pytest.fixture(scope="session")
-def runs_dir(tmp_path_factory):
+def smol():
+    """The real SmolLM2 (tests: ``real``), loaded once per worker and shared: loading it costs about 5 CPU-seconds
+    and a dozen tests read it (the backend never mutates a bundle; tests that hook or patch the model load their
+    own)."""
+    from asc import load_model
+
+    return load_model("smollm2-135m")
+
+
+@pytest.fixture(scope="session")
+def gemma():
+    """The real Gemma 3 270M (tests: ``real``), loaded once per worker and shared, as :func:`smol`."""
+    from asc import load_model
+
+    return load_model("gemma3-270m")
+
+
+@pytest.fixture(scope="session")
+def runs_dir(tmp_path_factory, smol):
     """Run folders ``smol`` (the real SmolLM2) and ``tiny`` on the same 5 HumanEval problems (tests: ``real``)."""
-    from asc import load_corpus, load_model, run_corpus
+    from asc import load_corpus, run_corpus
 
     root = tmp_path_factory.mktemp("runs")
     snippets = load_corpus("humaneval", limit=5)
-    run_corpus(load_model("smollm2-135m"), snippets, root / "smol", corpus="humaneval", progress=False)
+    run_corpus(smol, snippets, root / "smol", corpus="humaneval", progress=False)
     run_corpus(tiny_random_model(), snippets, root / "tiny", corpus="humaneval", progress=False)
     return root
 
@@ -176,7 +195,7 @@ def humaneval40(tmp_path_factory, request):
     """The run folder of the real SmolLM2 on the first 40 HumanEval problems (the eval demo's run; tests: ``real``),
     built once per session: under pytest-xdist in the workers' common temporary folder, by the first worker that
     asks (holding a lock the others wait on). Tests only read it."""
-    from asc import load_corpus, load_model, run_corpus
+    from asc import load_corpus, run_corpus
 
     base = tmp_path_factory.getbasetemp()
     root = base.parent if hasattr(request.config, "workerinput") else base  # a worker's: the workers' common folder
@@ -184,7 +203,7 @@ def humaneval40(tmp_path_factory, request):
     with open(root / "humaneval40.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if not done.exists():
-            run_corpus(load_model("smollm2-135m"), load_corpus("humaneval", limit=40), out, corpus="humaneval",
+            run_corpus(request.getfixturevalue("smol"), load_corpus("humaneval", limit=40), out, corpus="humaneval",
                        progress=False)
             done.touch()
     return out

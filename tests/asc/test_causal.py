@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from asc import load_categories, load_run
-from asc.__main__ import build_parser
+from asc.__main__ import build_parser, main
 from asc.causal import (
     CONFOUNDERS,
     MIN_REFUTE_SAMPLE,
@@ -27,7 +27,7 @@ from asc.causal import (
 from asc.concepts import GLOBAL
 from asc.corpus.runs import RunData
 from asc.errors import InputError
-from tests.helpers import corpus_snippets, run_module
+from tests.helpers import corpus_snippets
 
 TRUE_EFFECT = -2.0
 
@@ -109,11 +109,13 @@ def test_progress_counts_every_treatment_absent_ones_too():
 
 
 @pytest.mark.real
-def test_real_run_global_value_lowers_the_loss(humaneval40, tmp_path):
+def test_real_run_global_value_lowers_the_loss(humaneval40, tmp_path, capsys):
     """SmolLM2 on the first 40 HumanEval problems (tests/conftest.py): enough for the global effect, whose 95%
     interval ends well below zero there (about -0.35). The Global row alone is computed here (each row of the table
     is computed on its own, with the same seed); the CLI computes the whole table in one process (worker processes
-    give the same table: test_worker_processes_give_the_same_table)."""
+    give the same table: test_worker_processes_give_the_same_table). The CLI runs in this process (its ``main``, as
+    ``python -m asc`` calls it): the claim is the table it writes, and a subprocess would import pandas, dowhy and
+    the rest again (tests/asc/test_real_models.py runs ``python -m asc`` as a process)."""
     table = snippet_table(load_run(humaneval40))
     assert GLOBAL in treatments_of(load_categories("python"))
     res = causal_table(table, [GLOBAL], simulations=20).set_index("treatment")
@@ -122,13 +124,15 @@ def test_real_run_global_value_lowers_the_loss(humaneval40, tmp_path):
     assert glob["ate"] < 0 and glob["ci_high"] < 0 and glob["r_loss"] < 0  # as in the paper
     assert glob["placebo"].startswith("passed")
     # the CLI writes the same table
-    out = run_module("asc", "causal", str(humaneval40), "--out", str(tmp_path / "c.json"), "--simulations", "20", "--quiet",
-                     "--jobs", "1", timeout=600)
-    assert out.returncode == 0, out.stderr.decode()
+    capsys.readouterr()
+    code = main(["causal", str(humaneval40), "--out", str(tmp_path / "c.json"), "--simulations", "20", "--quiet",
+                 "--jobs", "1"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
     written = pd.DataFrame(json.loads((tmp_path / "c.json").read_text())).set_index("treatment")
     assert written.loc[GLOBAL, "ate"] == pytest.approx(glob["ate"])
     assert written.loc[GLOBAL, "placebo_effect"] == pytest.approx(glob["placebo_effect"])
-    assert "Global" in out.stdout.decode()
+    assert "Global" in out.out
 
 
 # ------------------------------------------------------------------------------------ scale: subsample and workers

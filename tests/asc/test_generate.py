@@ -427,13 +427,6 @@ def test_explain_completion_with_bos(tiny_bos):
 COUNT_PROMPT = "def count_chars(string, character):\n    count = 0\n    for letter in string:\n"
 
 
-@pytest.fixture(scope="module")
-def smol():
-    from asc.models import load_model
-
-    return load_model("smollm2-135m")
-
-
 @pytest.mark.real
 def test_smollm2_completes_the_function(smol):
     comp = complete(smol, COUNT_PROMPT, 64)

@@ -111,11 +111,9 @@ def test_encoders_and_unknown_architectures_are_refused(tiny):
 
 
 @pytest.mark.real
-@pytest.mark.parametrize("name", ["smollm2-135m", "gemma3-270m"])
-def test_real_models_last_layer_equals_the_output(name):
-    from asc.models import load_model
-
-    bundle = load_model(name)
+@pytest.mark.parametrize("name", ["smol", "gemma"])  # tests/conftest.py's shared SmolLM2 and Gemma 3 270M
+def test_real_models_last_layer_equals_the_output(name, request):
+    bundle = request.getfixturevalue(name)
     lens = lens_scores(bundle, SOURCE)
     scores = score_text(bundle, SOURCE)
     _same_as_output(lens, scores, 1e-5)

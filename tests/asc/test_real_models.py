@@ -24,11 +24,6 @@ COUNT = ("def count_chars(string, character):\n    count = 0\n    for letter in 
          "        if letter == character:\n            count = count + 1\n    return count\n")
 
 
-@pytest.fixture(scope="module")
-def smol():
-    return load_model("smollm2-135m")
-
-
 def _raw_logprobs(bundle, ids):
     with torch.inference_mode():
         logits = bundle.model(torch.tensor([ids])).logits[0].double()
@@ -97,8 +92,7 @@ def test_gguf_cache_reloads_identically(tmp_path, monkeypatch):
     np.testing.assert_allclose(a.logprob, b.logprob, atol=1e-5)
 
 
-def test_gemma_bos_gets_no_prediction_and_first_token_does():
-    gemma = load_model("gemma3-270m")
+def test_gemma_bos_gets_no_prediction_and_first_token_does(gemma):
     assert gemma.adds_bos and gemma.n_layers == 18
     s = score_text(gemma, COUNT)
     assert s.special[0] and np.isnan(s.prob[0]) and s.start[0] == s.end[0] == 0

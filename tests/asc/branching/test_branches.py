@@ -362,10 +362,7 @@ def test_cli_branch_bad_input_is_one_line(tmp_path, args, needle):
 
 
 @pytest.mark.real
-def test_smollm2_branches_a_humaneval_prompt():
-    from asc.models import load_model
-
-    smol = load_model("smollm2-135m")
+def test_smollm2_branches_a_humaneval_prompt(smol):
     prompt = ('def below_zero(operations: list) -> bool:\n    """Return True if the balance, starting at zero, '
               'falls below zero at any point.\n    >>> below_zero([1, 2, -4, 5])\n    True\n    """\n    balance = 0\n')
     trunk = complete(smol, prompt, 16)

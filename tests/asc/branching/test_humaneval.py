@@ -52,12 +52,11 @@ def test_confidence_split_by_outcome():
 
 
 @pytest.mark.real
-def test_smollm2_completion_gets_a_verdict():
+def test_smollm2_completion_gets_a_verdict(smol):
     from asc.generate import complete
-    from asc.models import load_model
 
     p = _problem()
-    comp = complete(load_model("smollm2-135m"), p["prompt"], 48)
+    comp = complete(smol, p["prompt"], 48)
     run = run_tests(comp.text)
     assert run.task_id == "HumanEval/2" and (run.result == "passed") == run.passed
     # the verdict agrees with running the same text and HumanEval's test in a plain interpreter

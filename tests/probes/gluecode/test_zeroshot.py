@@ -453,13 +453,6 @@ OBVIOUS_NAMES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def smol():
-    from asc.models import load_model
-
-    return load_model("smollm2-135m")
-
-
 @pytest.mark.real
 def test_smollm2_gets_obvious_items_right(smol):
     items = ([_item("OPS", f"o{i}", fn, lab, OPERATORS) for i, (fn, lab) in enumerate(OBVIOUS_OPS)]

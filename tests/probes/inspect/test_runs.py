@@ -100,13 +100,11 @@ def test_a_probe_job_with_an_unknown_task_fails_with_the_message_not_a_crash(tmp
 
 
 @pytest.mark.real
-def test_real_smollm2_layers_encode_token_kinds(tmp_path):
+def test_real_smollm2_layers_encode_token_kinds(tmp_path, smol):
     """SmolLM2 on KTX and IDN (100 samples each, stdlib): the probe beats the control and the majority class (by
     0.4 or more on this sample; 0.2 is asked)."""
-    from asc.models import load_model
-
     tasks = build_tasks(["KTX", "IDN"], "stdlib", size=100, seed=0)
-    results = run_layers(load_model("smollm2-135m"), tasks, tmp_path)
+    results = run_layers(smol, tasks, tmp_path)
     for r in results:
         best = r.accuracy[r.best_layer]
         assert r.n_layers == 31
