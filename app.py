@@ -12,6 +12,9 @@ itself, because Streamlit's legacy ``pages/`` route can run a page without this 
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: imports the backend once, in one thread: ui/preload.py)
+
+# isort: split
 import streamlit as st
 
 from asc import paths as asc_paths

@@ -7,6 +7,9 @@ word-level attention server-side and sends only the chosen head's matrix to the 
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: imports the backend once, in one thread: ui/preload.py)
+
+# isort: split
 import streamlit as st
 
 from asc import BUILTIN_CORPORA, AscError, embedded_names

@@ -7,6 +7,9 @@ read back from that folder, including what ``python -m probes blanca --out runs/
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: imports the backend once, in one thread: ui/preload.py)
+
+# isort: split
 import re
 from collections.abc import Callable
 from functools import partial

@@ -5,6 +5,9 @@ Widgets and calls into ``asc.causal`` only; estimates are cached by (results fol
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: imports the backend once, in one thread: ui/preload.py)
+
+# isort: split
 import pandas as pd
 import streamlit as st
 

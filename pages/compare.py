@@ -6,6 +6,9 @@ tokenizer), so the comparison is tokenizer-independent.
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: imports the backend once, in one thread: ui/preload.py)
+
+# isort: split
 import json
 from functools import partial
 

@@ -7,6 +7,9 @@ by ``python -m asc eval``.
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: imports the backend once, in one thread: ui/preload.py)
+
+# isort: split
 import pandas as pd
 import streamlit as st
 

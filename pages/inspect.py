@@ -8,6 +8,9 @@ their comparison are ``ui.branches_view``.
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: imports the backend once, in one thread: ui/preload.py)
+
+# isort: split
 import json
 from dataclasses import replace
 

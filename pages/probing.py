@@ -8,6 +8,9 @@ written by ``python -m probes layers --out runs/layers``.
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: imports the backend once, in one thread: ui/preload.py)
+
+# isort: split
 from functools import partial
 
 import streamlit as st

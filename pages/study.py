@@ -7,6 +7,9 @@ every page when it is submitted. The samples are the prepared (frozen) study: id
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: imports the backend once, in one thread: ui/preload.py)
+
+# isort: split
 from functools import partial
 
 import streamlit as st

@@ -8,6 +8,9 @@ it is not in any navigation: participants never see it, researchers open ``/stud
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: imports the backend once, in one thread: ui/preload.py)
+
+# isort: split
 import streamlit as st
 
 from asc import AscError
