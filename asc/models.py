@@ -271,12 +271,24 @@ def _from_folder(name: str, folder: str | Path, trust_remote_code: bool, target:
     return make_bundle(name, model, tokenizer, str(folder), causal=causal)
 
 
+_KEY_BYTES = 1 << 20  # bytes read at each end of a GGUF for its cache key
+
+
 def _gguf_cache_key(path: Path) -> str:
+    """The cache folder of ``path``'s de-quantized weights: its name, size, first and last MiB and the transformers
+    version. Every copy of one GGUF shares one entry: each clone's virtual environment holds its own copy of the
+    embedded files, and a key on the path and time made a 0.5-1.1 GB entry per clone (25 of them on the
+    developers' machine). Another file (another size or other bytes at either end: another quantization, a new
+    download) gets its own; a copy changed only in its middle, at the same size, would read the old entry."""
     import transformers
 
-    st = path.stat()
-    raw = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{transformers.__version__}"
-    return f"{path.stem}-{hashlib.sha256(raw.encode()).hexdigest()[:16]}"
+    size = path.stat().st_size
+    digest = hashlib.sha256(f"{size}|{transformers.__version__}|".encode())
+    with path.open("rb") as f:
+        digest.update(f.read(_KEY_BYTES))
+        f.seek(max(0, size - _KEY_BYTES))
+        digest.update(f.read(_KEY_BYTES))
+    return f"{path.stem}-{digest.hexdigest()[:16]}"
 
 
 def _from_gguf(name: str, path: Path, trust_remote_code: bool, target: tuple[Any, Any] | None = None) -> ModelBundle:
