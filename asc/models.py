@@ -275,11 +275,10 @@ _KEY_BYTES = 1 << 20  # bytes read at each end of a GGUF for its cache key
 
 
 def _gguf_cache_key(path: Path) -> str:
-    """The cache folder of ``path``'s de-quantized weights: its name, size, first and last MiB and the transformers
-    version. Every copy of one GGUF shares one entry: each clone's virtual environment holds its own copy of the
-    embedded files, and a key on the path and time made a 0.5-1.1 GB entry per clone (25 of them on the
-    developers' machine). Another file (another size or other bytes at either end: another quantization, a new
-    download) gets its own; a copy changed only in its middle, at the same size, would read the old entry."""
+    """The cache folder of ``path``'s de-quantized weights: its name, size, first and last MiB, the transformers
+    version. Every copy of one GGUF (each clone's virtual environment has its own) shares one entry, where a key on
+    the path made a 0.5-1.1 GB entry per clone. Other bytes at either end or another size (another quantization, a
+    new download) get their own; a copy changed only in its middle, at the same size, would read the old entry."""
     import transformers
 
     size = path.stat().st_size
