@@ -39,11 +39,15 @@ BENCH_SECTIONS = ("## Whole corpora in seconds", "## Performance")
 
 
 def _bench_targets() -> list[str]:
-    """The benchmarks the Makefile's ``bench`` target runs (``benchmarks/bench_NAME.py`` -> NAME)."""
+    """The benchmarks the Makefile's ``bench`` and ``bench-table2-plan`` targets run (``benchmarks/bench_NAME.py`` ->
+    NAME)."""
     make = (ROOT / "Makefile").read_text()
-    target = make[make.index("\nbench:"):]
-    target = target[: re.search(r"\n\S", target[1:]).start() + 1]
-    return re.findall(r"benchmarks/bench_(\w+)\.py", target)
+    names = []
+    for name in ("bench", "bench-table2-plan"):
+        target = make[make.index(f"\n{name}:"):]
+        target = target[: re.search(r"\n\S", target[1:]).start() + 1]
+        names += re.findall(r"benchmarks/bench_(\w+)\.py", target)
+    return names
 
 
 def _paragraphs(text: str) -> list[str]:
