@@ -5,7 +5,9 @@ what it measured.
 A section that fails or runs out of time is recorded as such (with the end of its output) and the next one runs:
 one broken measurement never costs the rest of a GPU lease. ``--deadline`` bounds the whole run (the device
 machine allows 10 minutes a command); sections are skipped, and say so, when less time is left than they need.
-``--dry`` runs every section on the CPU with tiny sizes (``make gpu-report-dry``, run by ``make test``).
+``--dry`` runs every section on the CPU with tiny sizes (``make gpu-report-dry``, run by ``make test``), each in a
+child forked from the driver, which imported torch and transformers once (:mod:`benchmarks.gpu.child`); on the GPU
+each section starts a fresh interpreter. ``test_a_failing_section_is_reported_and_the_rest_run`` runs both ways.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.gpu import child  # noqa: E402
+
 # (section, seconds it may take on the GPU, seconds it needs at least to be worth starting)
 SECTIONS: tuple[tuple[str, int, int], ...] = (
     ("environment", 60, 5),
@@ -44,17 +51,18 @@ def stamp() -> dict[str, Any]:
     return {"commit": proc.stdout.strip() or "unknown", "dirty": None}
 
 
-def run_section(name: str, limit: float, work: Path, dry: bool) -> dict[str, Any]:
+def run_section(name: str, limit: float, work: Path, dry: bool, fork: bool | None = None) -> dict[str, Any]:
+    """Run one section of ``sections.py`` under ``limit`` seconds. ``fork`` (default: ``dry``): in a child forked
+    from this process, which imported torch and transformers once, instead of a fresh interpreter
+    (:mod:`benchmarks.gpu.child`; the GPU run keeps fresh interpreters)."""
     result_file = work / f"{name}.json"
-    cmd = [sys.executable, str(HERE / "sections.py"), name, "--json", str(result_file), "--work", str(work)]
+    argv = [str(HERE / "sections.py"), name, "--json", str(result_file), "--work", str(work)] + (["--dry"] if dry else [])
+    fork = dry if fork is None else fork
+    if fork:
+        child.preload()
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd + (["--dry"] if dry else []), capture_output=True, text=True, timeout=limit,
-                              cwd=ROOT)
-        output, code = proc.stdout + proc.stderr, proc.returncode
-    except subprocess.TimeoutExpired as err:
-        output = (err.stdout or b"").decode(errors="replace") + (err.stderr or b"").decode(errors="replace")
-        code = None
+    stdout, stderr, code = child.python(argv, fork=fork, timeout=limit)
+    output = stdout + stderr
     seconds = round(time.perf_counter() - t0, 1)
     result: dict[str, Any] = json.loads(result_file.read_text()) if result_file.is_file() else {}
     status = "timed out" if code is None else ("ok" if code == 0 and result else "failed")

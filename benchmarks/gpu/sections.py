@@ -29,7 +29,6 @@ import logging
 import os
 import pstats
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -43,6 +42,8 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
+
+from benchmarks.gpu.child import python  # noqa: E402  (a fresh interpreter on the GPU, a fork in a dry run)
 
 K = 5
 TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -288,13 +289,14 @@ def pipeline_of(ctx: Context, arch: str, cfg: dict[str, Any], texts: list[str]) 
 def pytest_gpu(ctx: Context) -> None:
     files = ["tests/asc/test_kernels.py", "tests/asc/test_models.py", "tests/asc/test_device.py",
              "tests/asc/test_scores.py", "tests/gpu"]
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", "-rs",
-                           *files], capture_output=True, text=True, cwd=ROOT)
-    summary = [line for line in proc.stdout.splitlines() if line.strip()][-12:]
-    ctx.figures.update(returncode=proc.returncode, summary=summary[-1] if summary else "")
+    # a fresh interpreter even in a dry run: pytest rewrites the asserts of what it imports, and a fork has imported
+    stdout, stderr, code = python(["-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", "-rs", *files],
+                                  fork=False)
+    summary = [line for line in stdout.splitlines() if line.strip()][-12:]
+    ctx.figures.update(returncode=code, summary=summary[-1] if summary else "")
     ctx.lines += ["`pytest -m gpu " + " ".join(files) + "`:", "", "```", *summary, "```"]
-    if proc.returncode not in (0,):
-        raise SystemExit(proc.stdout[-3000:] + proc.stderr[-2000:])
+    if code != 0:
+        raise SystemExit(stdout[-3000:] + stderr[-2000:])
 
 
 def placement(ctx: Context) -> None:
@@ -394,15 +396,15 @@ def half(ctx: Context) -> None:
 def eval_humaneval(ctx: Context) -> None:
     folder = saved_smollm2(ctx)
     out = ctx.work / "eval-humaneval"
-    cmd = [sys.executable, "-m", "asc", "eval", "--corpus", "humaneval", "--out", str(out), "--model", str(folder),
+    cmd = ["-m", "asc", "eval", "--corpus", "humaneval", "--out", str(out), "--model", str(folder),
            "--device", ctx.device.type, "--dtype", ctx.dtype_name, "--quiet", "--n-boot", "200"]
     if ctx.dry:
         cmd += ["--limit", "4"]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    stdout, stderr, code = python(cmd, fork=ctx.dry)
     seconds = time.perf_counter() - t0
-    if proc.returncode:
-        raise SystemExit(proc.stdout[-2000:] + proc.stderr[-2000:])
+    if code:
+        raise SystemExit(stdout[-2000:] + stderr[-2000:])
     from asc.corpus.runs import load_run
 
     run = load_run(out)
@@ -424,12 +426,12 @@ def lens_branch(ctx: Context) -> None:
                                             "--tokens", "8" if ctx.dry else "64", "--out", str(ctx.work / "branch.txt")])]
     failed = []
     for script, args in runs:
-        proc = subprocess.run([sys.executable, script, *args, *device], capture_output=True, text=True, cwd=ROOT)
+        stdout, stderr, code = python([script, *args, *device], fork=ctx.dry)
         ctx.lines += [f"`{script} {' '.join(args[2:-2] + device)}` (SmolLM2 shape, random weights):", "", "```",
-                      *([line for line in proc.stdout.strip().splitlines() if not line.startswith("written to")]
+                      *([line for line in stdout.strip().splitlines() if not line.startswith("written to")]
                         or ["(no output)"]), "```", ""]
-        if proc.returncode:
-            failed.append(f"{script}: {proc.stderr[-1500:]}")
+        if code:
+            failed.append(f"{script}: {stderr[-1500:]}")
     if failed:
         raise SystemExit("\n".join(failed))
 

@@ -37,9 +37,12 @@ def test_the_dry_run_reports_every_section(tmp_path: Path):
     assert {p: p.read_bytes() for p in (ROOT / "docs" / "bench").glob("*.txt")} == bench_files
 
 
-def test_a_failing_section_is_reported_and_the_rest_run(tmp_path: Path, monkeypatch):
+@pytest.mark.parametrize("fork", [True, False], ids=["forked (dry runs)", "fresh interpreters (the GPU's way)"])
+def test_a_failing_section_is_reported_and_the_rest_run(tmp_path: Path, monkeypatch, fork: bool):
     from benchmarks.gpu import report
 
+    run_section = report.run_section
+    monkeypatch.setattr(report, "run_section", lambda *a: run_section(*a, fork=fork))
     monkeypatch.setattr(report, "SECTIONS", (("environment", 60, 1), ("nonexistent", 60, 1), ("environment", 60, 1)))
     monkeypatch.setattr(sys, "argv", ["report.py", "--out", str(tmp_path), "--dry"])
     report.main()
