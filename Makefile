@@ -10,6 +10,9 @@ PORT ?= 8501
 HOST ?= 127.0.0.1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# Python's default: compiled modules cached in __pycache__/ (ignored). A machine that sets PYTHONDONTWRITEBYTECODE
+# (this one does) makes every process of `make test` (servers, CLIs, pytest's workers) compile the project again
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: app study test test-fast test-stress lint bench bench-table2-plan setup browser docs-data clean gpu-bundle gpu-report-dry \
 	gpu-table2-bundle
