@@ -220,6 +220,27 @@ def click_point(page, point, timeout: float = SHOWN, tries: int = 3) -> None:
                            polling=POLL_MS)
 
 
+def click_until(page, target, shown, timeout: float = SHOWN, tries: int = 3) -> None:
+    """Click ``target`` (a button whose action is idempotent) until ``shown`` (a locator assertion on what the click
+    changes, e.g. ``lambda t: expect(code).to_have_value(v, timeout=t)``) holds, then wait until no run goes on.
+
+    A click that lands while Streamlit redraws the page can start no run (seen once in a clean clone: the inspector's
+    "Keep the first 2 lines" button, no rerun within 120 s while the other worker ran the Global demo): when what the
+    click should change has not changed ``timeout / tries`` after it, the button is clicked again."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(tries):
+        idle(page, timeout)
+        target.click()
+        try:
+            shown(timeout / tries)
+            break
+        except (AssertionError, PlaywrightTimeout):
+            if attempt == tries - 1:
+                raise
+    idle(page, timeout)
+
+
 def choose(page, key: str, typed: str, option: re.Pattern | str, timeout: float = SHOWN) -> None:
     """Pick an option of the selectbox with key ``key`` by keyboard: type ``typed`` into it (its list opens, filtered
     and sorted by match), wait until the list's first option reads ``option`` (a regex searched in its text, or the

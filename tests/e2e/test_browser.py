@@ -32,6 +32,7 @@ from tests.browser import (
     SHOWN,
     choose,
     click_point,
+    click_until,
     has_chromium,
     idle,
     keyed,
@@ -197,8 +198,9 @@ def test_inspector_branches_in_chromium(app_server, browser):
     # the example cut to a prompt by the page's own button (typing and Ctrl+Enter lost the keystroke on a loaded
     # machine: no rerun came within 120 s); the editor then holds the prompt the script completes
     expect(code).to_have_value(re.compile(r"return count"), timeout=SHOWN)  # the default example
-    rerun(page, lambda: page.locator(".st-key-to_prompt").get_by_role("button").click())
-    expect(code).to_have_value("def count_chars(string, character):\n    count = 0\n")
+    prompt = "def count_chars(string, character):\n    count = 0\n"
+    click_until(page, page.locator(".st-key-to_prompt").get_by_role("button"),
+                lambda t: expect(code).to_have_value(prompt, timeout=t))
     rerun(page, lambda: page.get_by_role("button", name="Complete", exact=True).click(), MODEL_RUN)
     expect(page.locator(".st-key-br_go")).to_be_visible(timeout=SHOWN)
     expect(page.locator("pre.asc-seq span[data-fork]").first).to_be_attached(timeout=SHOWN)  # fork points marked
