@@ -190,7 +190,10 @@ def idle(page, timeout: float = SHOWN) -> None:
 
 def rerun(page, action: Callable[[], object], timeout: float = SHOWN) -> None:
     """Do ``action`` (a click or a key that reruns the script, or a fragment of it) and return once that run has
-    finished: one more finished run than before, and none going on. A page from :func:`open_page` only."""
+    finished: one more finished run than before, and none going on. A page from :func:`open_page` only.
+
+    Acts only once no run goes on: a click on an element that a run is about to redraw can be lost."""
+    idle(page, timeout)
     before = page.evaluate("window.__ascRunsDone || 0")
     action()
     page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=before, timeout=timeout,

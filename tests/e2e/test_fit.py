@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from tests.browser import OUT, choose, has_chromium, idle, keyed, open_page, rerun
+from tests.browser import OUT, choose, click_until, has_chromium, idle, keyed, open_page, rerun
 from ui.charts import WINDOW_PX
 
 pytestmark = [pytest.mark.real, pytest.mark.browser, pytest.mark.slow,
@@ -105,7 +105,9 @@ def test_inspector_figures_fit_their_panels(app_server, browser):
     expect(page.locator(".st-key-tree_complete .main-svg").first).to_be_visible(timeout=WAIT_MS)
     _figures_fit(page, "inspector-complete", 4)
 
-    rerun(page, lambda: page.get_by_role("button", name="Keep the first 2 lines (a prompt for Complete)").click())
+    code = page.locator(".st-key-code textarea")
+    click_until(page, page.get_by_role("button", name="Keep the first 2 lines (a prompt for Complete)"),
+                lambda t: expect(code).to_have_value(re.compile(r"^(?:[^\n]*\n){2}$"), timeout=t))  # two lines
     rerun(page, lambda: page.get_by_role("button", name="Complete", exact=True).click(), WAIT_MS)
     expect(page.locator(".st-key-br_go")).to_be_visible(timeout=WAIT_MS)
     branch = page.locator(".st-key-br_go").get_by_role("button", name="Branch")
