@@ -116,15 +116,19 @@ def _no_swallowed_real_load(request):
 
 
 @pytest.fixture(autouse=True)
-def _local_mode(monkeypatch):
+def _local_mode(monkeypatch, tmp_path_factory):
     """Tests run the app in local mode (free-text models and paths): AppTest has no server address, which the
     app reads as shared. tests/attacks/test_shared_mode.py sets ``ASC_SHARED=1`` where it tests shared mode.
     Local mode asks for an access token: off here (``ASC_TOKEN=off``); tests/attacks/test_gate.py tests it.
-    A shared app run turns private writes on for the process (umask 077): they are turned off after each test."""
+    A shared app run turns private writes on for the process (umask 077): they are turned off after each test.
+    The default runs folder (``ASC_RUNS_DIR``) is a fresh temporary folder per test, so that nothing a test opens
+    with the defaults (the study page creating its database, say) writes into the checkout's ``runs/``; a test
+    that sets the variable itself, or removes it (tests/asc/test_paths.py), overrides this."""
     from asc.atomic import private_writes
 
     monkeypatch.setenv("ASC_SHARED", "0")
     monkeypatch.setenv("ASC_TOKEN", "off")
+    monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path_factory.mktemp("default-runs")))
     yield
     private_writes(False)
 

@@ -1,5 +1,6 @@
 """tests/conftest.py's guard: a test that loads an embedded real model without ``@pytest.mark.real`` fails,
-directly, through a fixture, or when it swallows the failure; real-marked tests and the tiny model pass."""
+directly, through a fixture, or when it swallows the failure; real-marked tests and the tiny model pass.
+Also: the default runs folder of every test is a temporary one."""
 
 import pytest
 
@@ -74,3 +75,14 @@ def test_unmarked_real_model_loads_fail(tmp_path):
         ("ERROR", "test_unmarked_fixture")]  # one report per test
     assert "ERROR at teardown of test_unmarked_swallows_the_failure" in text
     assert "ERROR at setup of test_unmarked_fixture" in text
+
+
+def test_the_default_runs_folder_is_a_temporary_one(tmp_path_factory):
+    """What a test opens with the defaults (the study page creates its database in ``<runs>/study``) never writes
+    into the checkout: tests/conftest.py points ``ASC_RUNS_DIR`` at a fresh temporary folder per test."""
+    from asc import paths
+
+    runs = paths.runs_dir()
+    assert not runs.is_relative_to(paths.APP_ROOT)
+    assert runs.is_relative_to(tmp_path_factory.getbasetemp())
+    assert paths.study_dir() == runs / "study"
