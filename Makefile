@@ -113,7 +113,7 @@ bench: setup
 	# the inspector's deepest and widest accepted inputs: time, peak memory, refusal (issue 28)
 	PYTHONPATH=. $(PY) benchmarks/bench_limits.py
 	# why this token?: attribution and patching in forward passes, IG completeness by steps (issue 30)
-	PYTHONPATH=. $(PY) benchmarks/bench_why.py --rounds 1 --max-steps 64
+	PYTHONPATH=. $(PY) benchmarks/bench_why.py --rounds 1 --max-steps 256
 	PYTHONPATH=. $(PY) benchmarks/bench_patching.py --rounds 1
 	# corpus attribution: the attribute-corpus sweep against its k gradient passes, interval widths by k (issue 30)
 	PYTHONPATH=. $(PY) benchmarks/bench_corpus_attribution.py --snippets 12 --k 8 --rounds 1

@@ -35,6 +35,7 @@ from ui.results import InspectorResult
 
 T = TypeVar("T")
 STATE = "why_request"
+MAX_STEPS = 256  # integrated gradients' path points the inspector offers
 METHOD_NAMES = {"grad": "gradient x input", "ig": "integrated gradients", "occlusion": "occlusion (syntax-aware)"}
 NO_CONTRAST = "(none: the token's log-probability)"
 
@@ -82,8 +83,10 @@ def _controls(ex: Explanation, selected: int | None, n_prompt: int | None) -> di
                                 help="explain log p(actual) - log p(alternative): why this token rather than that one")
         contrast = None if contrast == NO_CONTRAST else contrast
     method = c2.radio("Method", list(ATTRIBUTION_METHODS), format_func=METHOD_NAMES.__getitem__, key="why_method")
-    steps = int(c4.number_input("Steps", 1, 64, DEFAULT_STEPS, key="why_steps", disabled=method != "ig",
-                                help="integrated gradients: points of the Gauss-Legendre path from the zero baseline"))
+    steps = int(c4.number_input("Steps", 1, MAX_STEPS, DEFAULT_STEPS, key="why_steps", disabled=method != "ig",
+                                help="integrated gradients: Gauss-Legendre points on the path from the pad token's "
+                                     "embedding (the first token, the attention sink, held); more points, a smaller "
+                                     "completeness gap"))
     return {"index": index, "node": node, "method": method, "steps": steps if method == "ig" else DEFAULT_STEPS,
             "contrast": contrast}
 
@@ -97,6 +100,9 @@ def _show(attr: Attribution) -> None:
     elif attr.method == "occlusion":
         line += f" · {attr.steps} occluded variants (value minus the target with the node replaced)"
     st.markdown(line)
+    if attr.method == "ig" and attr.relative_gap > 0.01:
+        st.warning(f"The attributions miss value - baseline value by {100 * attr.relative_gap:.1f}% (completeness "
+                   f"gap over 1%): raise Steps (up to {MAX_STEPS}) to bring their sum closer.")
     st.html(attribution_sequence_html(attr))
     tabs = st.tabs(["Partial AST (named nodes)", "Complete AST (all nodes)"])
     figs = {}

@@ -38,8 +38,11 @@ def add_parser(sub: Any, at_position: Any) -> None:
                    help="explain log p(token) - log p(TEXT), TEXT one token (e.g. one of the model's top choices)")
     p.add_argument("--steps", type=positive_int, default=DEFAULT_STEPS,
                    help=f"--method ig: points on the path (Gauss-Legendre; default {DEFAULT_STEPS})")
-    p.add_argument("--baseline", default="zero", choices=BASELINES,
-                   help="ig and occlusion: zero embeddings (default) or the pad token's embedding")
+    p.add_argument("--baseline", default=BASELINES[0], choices=BASELINES,
+                   help="ig and occlusion: the pad (else end-of-sequence) token's embedding (default) or zeros")
+    p.add_argument("--hold-sink", action=argparse.BooleanOptionalAction, default=True,
+                   help="ig: hold the first token (the attention sink of a model without BOS) at its embedding "
+                        "(default), which makes the path smooth enough to integrate; --no-hold-sink: the textbook path")
     p.add_argument("--top", type=positive_int, default=10, help="source nodes listed (default 10)")
     p.add_argument("--language", default="python", choices=LANGUAGES)
     p.add_argument("--json", action="store_true", help="the explain --json layout with attributions and the target")
@@ -61,17 +64,22 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     ex = explain(bundle, tree.source, language=args.language, aggregate=args.aggregate, options=options,
                  max_window=args.max_window, tree=tree)
     target = target_at(bundle, ex, line, col, args.contrast)
-    result = attribute(bundle, tree.source, target, args.method, args.steps, args.baseline, explanation=ex)
+    result = attribute(bundle, tree.source, target, args.method, args.steps, args.baseline, explanation=ex,
+                       hold_sink=args.hold_sink)
     if args.json:
         json.dump(result.to_dict(), sys.stdout, ensure_ascii=False, allow_nan=False)
         sys.stdout.write("\n")
         return 0
     t = ex.tree
     print(f"model {bundle.name}  target {target.describe()}  log p {fmt(target.logprob)}  method {args.method}"
-          + (f" ({args.steps} steps, {args.baseline} baseline)" if args.method == "ig" else ""))
+          + (f" ({args.steps} steps, {args.baseline} baseline"
+             + (", first token held: the attention sink)" if result.sink_held else ")") if args.method == "ig" else ""))
     print(f"value {fmt(result.value)}" + (f"  at the baseline {fmt(result.baseline_value)}  sum of attributions "
                                          f"{fmt(result.value - result.baseline_value + result.delta)}"
                                          if args.method == "ig" else ""))
+    if args.method == "ig" and result.relative_gap > 0.01:
+        print(f"note: the attributions miss value - baseline value by {100 * result.relative_gap:.1f}%: "
+              f"more --steps (e.g. {4 * args.steps}) bring the sum closer")
     print(f"\n{'node':>5} {'type':<22} {'category':<22} {'attribution':>11}  text")
     for node, value in result.top_nodes(args.top):
         cat = ex.node_category[node] or "-"

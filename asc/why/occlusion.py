@@ -116,7 +116,7 @@ def _corrupted_value(bundle: ModelBundle, ids: np.ndarray, target: Target, first
         return float(_run(bundle, moved_target, past, start, embeds)[0])
 
 
-def occlude(bundle: ModelBundle, explanation: Explanation, target: Target, baseline: str = "zero",
+def occlude(bundle: ModelBundle, explanation: Explanation, target: Target, baseline: str = "pad",
             corruptions: Callable[[SyntaxTree, int], Any | None] | None = None) -> Occlusion:
     """Occlude every node with tokens in ``target``'s prompt, one at a time, and every category (module doc).
     ``corruptions``: the hook giving a node's valid corruption (or None); without it, every node is removed by the

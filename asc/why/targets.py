@@ -36,7 +36,7 @@ from asc.scores import model_vocab, vocab_text
 __all__ = ["BASELINES", "Target", "baseline_embeddings", "embed", "line_col_offset", "node_target", "prompt_mask",
            "read_target", "target_at", "target_forward", "token_at", "token_target"]
 
-BASELINES = ("zero", "pad")
+BASELINES = ("pad", "zero")
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,22 @@ def test_the_selected_node_is_a_target_and_a_contrast_is_offered(app):
     assert "at the baseline" in line
 
 
+@pytest.mark.parametrize("steps", [1, 64])
+def test_an_integrated_gradients_gap_over_one_percent_is_a_warning_that_names_the_fix(app, tiny, steps):
+    index = int(app.selectbox(key="why_token").value)
+    app.radio(key="why_method").set_value("ig").run()
+    app.number_input(key="why_steps").set_value(steps).run()
+    button(app, "Explain this prediction").click().run()
+    assert not app.exception and not app.error
+    source = app.text_area(key="code").value
+    expected = attribute(tiny, source, index, "ig", steps, explanation=explain(tiny, source))
+    warned = [w.value for w in app.warning if "completeness gap" in w.value]
+    assert bool(warned) == (expected.relative_gap > 0.01), (expected.relative_gap, warned)
+    assert (expected.relative_gap > 0.01) == (steps == 1)  # both branches are seen on the tiny model
+    if warned:
+        assert f"{100 * expected.relative_gap:.1f}%" in warned[0] and "raise Steps" in warned[0]
+
+
 def test_corrupt_and_patch_draws_the_backends_heatmap_and_exports_it(app, tiny):
     assert any("Corrupt and patch" in c.value for c in app.caption)  # nothing runs before the button
     token = app.selectbox(key="patch_token")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -41,14 +42,31 @@ def test_json_has_the_explain_layout_with_attributions_and_the_target(capsys, so
     tokens, index = doc["tokens"], target["index"]
     assert all("attribution" in t for t in tokens) and all("attribution" in n for n in doc["nodes"])
     assert all(t["attribution"] is None for t in tokens[index:])
-    assert all(isinstance(t["attribution"], float) for t in tokens[:index])
+    assert tokens[0]["attribution"] is None and target["sink_held"] is True  # the first token: the held sink
+    assert all(isinstance(t["attribution"], float) for t in tokens[1:index])
     assert target["logprob"] == pytest.approx(tokens[index]["logprob"], abs=1e-6)
     # completeness can be checked from the output alone (the tiny model's path is smooth: well within 1%)
-    total = sum(t["attribution"] for t in tokens[:index])
+    total = sum(t["attribution"] for t in tokens[1:index])
     assert total == pytest.approx(target["value"] - target["baseline_value"], rel=0.01)
     assert doc["nodes"][0]["attribution"] == pytest.approx(total)
     assert set(doc["categories_attribution"]) == set(load_categories("python").categories)
     assert doc["categories_attribution"]["Exceptions"] is None
+
+
+def test_no_hold_sink_attributes_the_first_token_and_a_large_gap_is_pointed_out(capsys, source_file):
+    code, out, err = _run(capsys, source_file, "--at", "6:12", "--method", "ig", "--steps", "8", "--no-hold-sink",
+                          "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["target"]["sink_held"] is False and isinstance(doc["tokens"][0]["attribution"], float)
+    code, out, err = _run(capsys, source_file, "--at", "6:12", "--method", "ig", "--steps", "1")
+    assert code == 0, err
+    assert "first token held: the attention sink" in out
+    head = out.split("\n\n")[0]
+    value, base, total = (float(re.search(rf"{k} (-?[0-9.]+)", head).group(1))
+                          for k in ("value", "at the baseline", "sum of attributions"))
+    gap = abs(total - (value - base)) / abs(value - base)
+    assert ("more --steps (e.g. 4) bring the sum closer" in out) == (gap > 0.01), out
 
 
 def test_table_lists_top_nodes_and_categories(capsys, source_file):

@@ -27,7 +27,7 @@ def target(at_return):
     return at_return  # "count" in the return statement
 
 
-def _direct(bundle, ids, target, replaced=(), baseline="zero"):
+def _direct(bundle, ids, target, replaced=(), baseline="pad"):
     """The target from one full forward pass over ``ids[:target.last]`` with the tokens ``replaced`` set to the
     baseline embedding."""
     emb = bundle.model.get_input_embeddings()
