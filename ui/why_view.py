@@ -28,14 +28,21 @@ from asc.viz.attribution import (
     source_nodes_table,
 )
 from asc.viz.html import figure_html, standalone_html
-from asc.why.attribute import ATTRIBUTION_METHODS, DEFAULT_STEPS, Attribution
+from asc.why.attribute import (
+    ATTRIBUTION_METHODS,
+    AUTO_MAX_STEPS,
+    AUTO_STEPS,
+    AUTO_TOLERANCE,
+    DEFAULT_STEPS,
+    Attribution,
+)
 from ui import charts
 from ui.cache.why import cached_attribution, explanation_key
 from ui.results import InspectorResult
 
 T = TypeVar("T")
 STATE = "why_request"
-MAX_STEPS = 256  # integrated gradients' path points the inspector offers
+MAX_STEPS = AUTO_MAX_STEPS  # integrated gradients' path points the inspector offers
 METHOD_NAMES = {"grad": "gradient x input", "ig": "integrated gradients", "occlusion": "occlusion (syntax-aware)"}
 NO_CONTRAST = "(none: the token's log-probability)"
 
@@ -83,10 +90,14 @@ def _controls(ex: Explanation, selected: int | None, n_prompt: int | None) -> di
                                 help="explain log p(actual) - log p(alternative): why this token rather than that one")
         contrast = None if contrast == NO_CONTRAST else contrast
     method = c2.radio("Method", list(ATTRIBUTION_METHODS), format_func=METHOD_NAMES.__getitem__, key="why_method")
-    steps = int(c4.number_input("Steps", 1, MAX_STEPS, DEFAULT_STEPS, key="why_steps", disabled=method != "ig",
-                                help="integrated gradients: Gauss-Legendre points on the path from the pad token's "
-                                     "embedding (the first token, the attention sink, held); more points, a smaller "
-                                     "completeness gap"))
+    steps: int | str = int(c4.number_input(
+        "Steps", 1, MAX_STEPS, DEFAULT_STEPS, key="why_steps", disabled=method != "ig",
+        help="integrated gradients: Gauss-Legendre points on the path from the pad token's embedding (the first "
+             "token, the attention sink, held); more points, a smaller completeness gap"))
+    if c4.checkbox("Until 1%", key="why_auto", disabled=method != "ig",
+                   help=f"integrated gradients: {DEFAULT_STEPS} points, then twice as many until the attributions sum "
+                        f"to value - baseline value within 1% (at most {AUTO_MAX_STEPS} points)"):
+        steps = AUTO_STEPS
     return {"index": index, "node": node, "method": method, "steps": steps if method == "ig" else DEFAULT_STEPS,
             "contrast": contrast}
 
@@ -95,14 +106,16 @@ def _show(attr: Attribution) -> None:
     t = attr.target
     line = f"**{t.describe()}** · value {attr.value:.4f}"
     if attr.method == "ig":
-        line += (f" · at the baseline {attr.baseline_value:.4f} · attributions sum to "
+        line += (f" · {attr.steps} path points · at the baseline {attr.baseline_value:.4f} · attributions sum to "
                  f"{attr.value - attr.baseline_value + attr.delta:.4f} (completeness gap {attr.delta:+.4f})")
     elif attr.method == "occlusion":
         line += f" · {attr.steps} occluded variants (value minus the target with the node replaced)"
     st.markdown(line)
-    if attr.method == "ig" and attr.relative_gap > 0.01:
+    if attr.method == "ig" and attr.relative_gap > AUTO_TOLERANCE:
+        fix = ("more points than the inspector offers would be needed" if attr.steps >= AUTO_MAX_STEPS else
+               f"raise Steps (up to {MAX_STEPS}) or tick **Until 1%** to bring their sum closer")
         st.warning(f"The attributions miss value - baseline value by {100 * attr.relative_gap:.1f}% (completeness "
-                   f"gap over 1%): raise Steps (up to {MAX_STEPS}) to bring their sum closer.")
+                   f"gap over 1%): {fix}.")
     st.html(attribution_sequence_html(attr))
     tabs = st.tabs(["Partial AST (named nodes)", "Complete AST (all nodes)"])
     figs = {}

@@ -31,6 +31,11 @@ faster than zeros. The issue's 1% at 16 steps is not reached by any meaningful b
 paths (``docs/bench/why.txt``); the inspector and the CLI say when the gap is over 1% and that more steps close it.
 Gradient x input has no path and attributes the first token too.
 
+``steps="auto"``: integrated gradients at 16 points, then 32, 64, ... until the gap is within 1%
+(:data:`AUTO_TOLERANCE`) or :data:`AUTO_MAX_STEPS` points have run; the result is the last run's (its ``steps``
+says how many; each run is a whole Gauss-Legendre rule, so its gap is checked as any other). It costs up to twice
+the last run.
+
 Aggregation: a token's attribution is summed over the embedding dimension. A node's is the sum over the tokens
 AsC-Eval binds to it (:meth:`asc.align.Alignment.segment_sum`, NaN tokens left out; NaN when none of its tokens
 has one): a token that spans two nodes (``"):"``) counts in full in each node it is bound to, and every
@@ -61,10 +66,14 @@ from asc.why.corrupt import node_corruptions
 from asc.why.occlusion import occlude
 from asc.why.targets import BASELINES, Target, baseline_embeddings, embed, prompt_mask, target_forward, token_target
 
-__all__ = ["DEFAULT_STEPS", "ATTRIBUTION_METHODS", "Attribution", "aggregate", "attribute"]
+__all__ = ["AUTO_MAX_STEPS", "AUTO_STEPS", "AUTO_TOLERANCE", "DEFAULT_STEPS", "ATTRIBUTION_METHODS", "Attribution",
+           "aggregate", "attribute"]
 
 ATTRIBUTION_METHODS = ("grad", "ig", "occlusion")
 DEFAULT_STEPS = 16
+AUTO_STEPS = "auto"  # ``steps``: double the points until the completeness gap is within AUTO_TOLERANCE
+AUTO_TOLERANCE = 0.01
+AUTO_MAX_STEPS = 256
 _PATH_TOKENS = 4096  # tokens per batched forward + backward of integrated gradients (rows x prompt length)
 
 
@@ -100,8 +109,7 @@ class Attribution:
     def relative_gap(self) -> float:
         """``|delta| / |value - baseline_value|``: integrated gradients' completeness gap as a share of what the
         attributions should sum to (NaN for the other methods, or when the two values are equal)."""
-        diff = abs(self.value - self.baseline_value)
-        return abs(self.delta) / diff if diff > 0 else math.nan
+        return _relative_gap(float(np.nansum(self.token_attr)), self.value, self.baseline_value)
 
     def top_nodes(self, k: int = 10, named_only: bool = True) -> list[tuple[int, float]]:
         """The ``k`` nodes with the largest absolute attribution (named nodes by default), largest first."""
@@ -126,6 +134,11 @@ class Attribution:
                          "method": self.method, "steps": self.steps, "baseline": self.baseline,
                          "baseline_value": _num(self.baseline_value), "sink_held": self.sink_held}
         return doc
+
+
+def _relative_gap(total: float, value: float, baseline_value: float) -> float:
+    diff = abs(value - baseline_value)
+    return abs(total - (value - baseline_value)) / diff if diff > 0 else math.nan
 
 
 def _num(x: float) -> float | None:
@@ -190,7 +203,7 @@ def _gradient_method(bundle: ModelBundle, explanation: Explanation, target: Targ
 
 
 def attribute(bundle: ModelBundle, source: str, target: Target | int, method: str = "grad",
-              steps: int = DEFAULT_STEPS, baseline: str = "pad", *, contrast: str | int | None = None,
+              steps: int | str = DEFAULT_STEPS, baseline: str = "pad", *, contrast: str | int | None = None,
               language: str = "python", explanation: Explanation | None = None,
               hold_sink: bool = True) -> Attribution:
     """Attribute ``target`` (a :class:`Target`, or a token index with an optional ``contrast``) to the prompt's
@@ -201,8 +214,9 @@ def attribute(bundle: ModelBundle, source: str, target: Target | int, method: st
         raise InputError(f"method {method!r} is not one of {', '.join(ATTRIBUTION_METHODS)}")
     if baseline not in BASELINES:
         raise InputError(f"baseline {baseline!r} is not one of {', '.join(BASELINES)}")
-    if not isinstance(steps, int) or steps < 1:
-        raise InputError(f"steps={steps!r}: give a whole number of path points, at least 1 (default {DEFAULT_STEPS})")
+    if steps != AUTO_STEPS and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 1):
+        raise InputError(f"steps={steps!r}: give a whole number of path points, at least 1 (default {DEFAULT_STEPS}), "
+                         f"or {AUTO_STEPS!r} (more points until the gap is within {AUTO_TOLERANCE:.0%})")
     ex = explanation if explanation is not None else explain(bundle, source, language)
     if ex.source != source:
         raise InputError("the explanation given is not the snippet's: give explain(bundle, source), or none")
@@ -215,9 +229,15 @@ def attribute(bundle: ModelBundle, source: str, target: Target | int, method: st
                            node_attr=occ.node_attr, category_attr=occ.category_attr,
                            category_share=occ.category_share, explanation=ex)
     require("captum", extra="why", feature=f"the {method!r} attribution (Captum)")
-    token_attr, value, base_value, sink = _gradient_method(bundle, ex, target, method, steps, baseline, hold_sink)
+    n = DEFAULT_STEPS if steps == AUTO_STEPS else int(steps)
+    while True:
+        token_attr, value, base_value, sink = _gradient_method(bundle, ex, target, method, n, baseline, hold_sink)
+        if (steps != AUTO_STEPS or method != "ig" or n >= AUTO_MAX_STEPS
+                or not _relative_gap(float(np.nansum(token_attr)), value, base_value) > AUTO_TOLERANCE):
+            break
+        n = min(2 * n, AUTO_MAX_STEPS)
     node_attr, cats, shares = aggregate(ex, token_attr)
     return Attribution(method=method, target=target, value=value, baseline_value=base_value,
-                       steps=steps if method == "ig" else 0, baseline=baseline, token_attr=token_attr,
+                       steps=n if method == "ig" else 0, baseline=baseline, token_attr=token_attr,
                        node_attr=node_attr, category_attr=cats, category_share=shares, explanation=ex,
                        sink_held=sink)

@@ -24,7 +24,7 @@ __all__ = ["add_parser", "cmd_attribute"]
 
 def add_parser(sub: Any, at_position: Any) -> None:
     """Add ``attribute`` to ``python -m asc``'s subcommands (``at_position``: the LINE:COL argparse type)."""
-    from asc.why.attribute import ATTRIBUTION_METHODS, DEFAULT_STEPS
+    from asc.why.attribute import ATTRIBUTION_METHODS, AUTO_MAX_STEPS, AUTO_STEPS, DEFAULT_STEPS
     from asc.why.targets import BASELINES
 
     p = sub.add_parser("attribute", help="what in the code one token's prediction used: gradient x input, "
@@ -36,8 +36,10 @@ def add_parser(sub: Any, at_position: Any) -> None:
                    help="grad: gradient x input (default); ig: integrated gradients; occlusion: each AST node removed")
     p.add_argument("--contrast", default=None, metavar="TEXT",
                    help="explain log p(token) - log p(TEXT), TEXT one token (e.g. one of the model's top choices)")
-    p.add_argument("--steps", type=positive_int, default=DEFAULT_STEPS,
-                   help=f"--method ig: points on the path (Gauss-Legendre; default {DEFAULT_STEPS})")
+    p.add_argument("--steps", type=_steps, default=DEFAULT_STEPS,
+                   help=f"--method ig: points on the path (Gauss-Legendre; default {DEFAULT_STEPS}), or {AUTO_STEPS}: "
+                        f"{DEFAULT_STEPS}, then twice as many until the completeness gap is within 1% (at most "
+                        f"{AUTO_MAX_STEPS})")
     p.add_argument("--baseline", default=BASELINES[0], choices=BASELINES,
                    help="ig and occlusion: the pad (else end-of-sequence) token's embedding (default) or zeros")
     p.add_argument("--hold-sink", action=argparse.BooleanOptionalAction, default=True,
@@ -48,6 +50,18 @@ def add_parser(sub: Any, at_position: Any) -> None:
     p.add_argument("--json", action="store_true", help="the explain --json layout with attributions and the target")
     add_common(p)
     p.set_defaults(func=cmd_attribute)
+
+
+def _steps(text: str) -> int | str:
+    """argparse type of ``--steps``: a whole number of at least 1, or ``auto``."""
+    from asc.why.attribute import AUTO_STEPS
+
+    if text == AUTO_STEPS:
+        return AUTO_STEPS
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError as err:
+        raise argparse.ArgumentTypeError(f"{err}; or give {AUTO_STEPS}") from None
 
 
 def cmd_attribute(args: argparse.Namespace) -> int:
@@ -72,14 +86,14 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         return 0
     t = ex.tree
     print(f"model {bundle.name}  target {target.describe()}  log p {fmt(target.logprob)}  method {args.method}"
-          + (f" ({args.steps} steps, {args.baseline} baseline"
+          + (f" ({result.steps} steps{' (auto)' if isinstance(args.steps, str) else ''}, {args.baseline} baseline"
              + (", first token held: the attention sink)" if result.sink_held else ")") if args.method == "ig" else ""))
     print(f"value {fmt(result.value)}" + (f"  at the baseline {fmt(result.baseline_value)}  sum of attributions "
                                          f"{fmt(result.value - result.baseline_value + result.delta)}"
                                          if args.method == "ig" else ""))
     if args.method == "ig" and result.relative_gap > 0.01:
         print(f"note: the attributions miss value - baseline value by {100 * result.relative_gap:.1f}%: "
-              f"more --steps (e.g. {4 * args.steps}) bring the sum closer")
+              f"more --steps (e.g. {4 * result.steps}, or auto) bring the sum closer")
     print(f"\n{'node':>5} {'type':<22} {'category':<22} {'attribution':>11}  text")
     for node, value in result.top_nodes(args.top):
         cat = ex.node_category[node] or "-"

@@ -120,3 +120,16 @@ def test_a_target_before_every_corruption_is_a_caption_not_an_error(app):
     assert any("Nothing before this token can be corrupted" in c.value for c in app.caption)
     assert not [s for s in app.selectbox if s.key == "patch_corruption"]
     assert "Corrupt and patch" not in {b.label for b in app.button}
+
+
+def test_until_one_percent_runs_the_backends_auto_steps(app, tiny):
+    index = int(app.selectbox(key="why_token").value)
+    app.radio(key="why_method").set_value("ig").run()
+    app.checkbox(key="why_auto").check().run()
+    button(app, "Explain this prediction").click().run()
+    assert not app.exception and not app.error
+    source = app.text_area(key="code").value
+    expected = attribute(tiny, source, index, "ig", "auto", explanation=explain(tiny, source))
+    line = next(m.value for m in app.markdown if "completeness gap" in m.value)
+    assert f"· {expected.steps} path points ·" in line
+    assert bool([w for w in app.warning if "completeness gap" in w.value]) == (expected.relative_gap > 0.01)

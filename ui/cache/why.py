@@ -26,7 +26,7 @@ def explanation_key(ex: Explanation) -> tuple:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_attribution(spec: str, trust_remote_code: bool, device: str, dtype: str, key: tuple, _ex: Explanation,
-                       index: int | None, node: int | None, method: str, steps: int,
+                       index: int | None, node: int | None, method: str, steps: int | str,
                        contrast: str | None) -> Attribution:
     """:func:`asc.why.attribute.attribute` of token ``index`` (or of ``node``'s mean, when given) of ``_ex``, whose
     :func:`explanation_key` is ``key``. An :class:`~asc.errors.InputError` is raised, not cached."""

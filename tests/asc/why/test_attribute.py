@@ -164,9 +164,23 @@ def test_node_target_is_the_mean_over_its_tokens_and_attributes_only_before_it(t
                                    ex.tree.end[i] == 3))  # "def", the first token
 
 
+def test_auto_steps_double_until_the_gap_is_within_one_percent(tiny, ex, at_return, monkeypatch):
+    import asc.why.attribute as module
+
+    monkeypatch.setattr(module, "DEFAULT_STEPS", 1)  # start at 1 point: the tiny model needs a few doublings
+    got = attribute(tiny, SRC, at_return, "ig", steps="auto", explanation=ex)
+    n = got.steps
+    assert n > 1 and n & (n - 1) == 0  # 1, 2, 4, ...: some doublings ran
+    assert got.relative_gap <= 0.01 or n == module.AUTO_MAX_STEPS
+    alone = attribute(tiny, SRC, at_return, "ig", steps=n, explanation=ex)
+    np.testing.assert_array_equal(got.token_attr, alone.token_attr)  # the last run's result, as a plain run
+    assert attribute(tiny, SRC, at_return, "ig", steps=n // 2, explanation=ex).relative_gap > 0.01
+    assert attribute(tiny, SRC, at_return, "grad", steps="auto", explanation=ex).steps == 0
+
+
 def test_bad_settings_are_refused(tiny, ex, at_return):
     for kwargs, needle in (({"method": "shap"}, "method 'shap'"), ({"baseline": "mean"}, "baseline 'mean'"),
-                           ({"steps": 0}, "steps=0")):
+                           ({"steps": 0}, "steps=0"), ({"steps": "many"}, "or 'auto'"), ({"steps": True}, "steps=True")):
         with pytest.raises(InputError, match=needle):
             attribute(tiny, SRC, at_return, explanation=ex, **kwargs)
     with pytest.raises(InputError, match="outside the snippet's"):

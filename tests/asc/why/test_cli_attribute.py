@@ -66,7 +66,22 @@ def test_no_hold_sink_attributes_the_first_token_and_a_large_gap_is_pointed_out(
     value, base, total = (float(re.search(rf"{k} (-?[0-9.]+)", head).group(1))
                           for k in ("value", "at the baseline", "sum of attributions"))
     gap = abs(total - (value - base)) / abs(value - base)
-    assert ("more --steps (e.g. 4) bring the sum closer" in out) == (gap > 0.01), out
+    assert ("more --steps (e.g. 4, or auto) bring the sum closer" in out) == (gap > 0.01), out
+
+
+def test_auto_steps_run_until_the_gap_is_within_one_percent(capsys, source_file):
+    code, out, err = _run(capsys, source_file, "--at", "6:12", "--method", "ig", "--steps", "auto", "--json")
+    assert code == 0, err
+    target = json.loads(out)["target"]
+    gap = abs(sum(t["attribution"] or 0.0 for t in json.loads(out)["tokens"]) - (target["value"]
+                                                                              - target["baseline_value"]))
+    assert isinstance(target["steps"], int) and target["steps"] >= 16
+    assert gap <= 0.01 * abs(target["value"] - target["baseline_value"]) or target["steps"] == 256
+    code, out, err = _run(capsys, source_file, "--at", "6:12", "--method", "ig", "--steps", "auto")
+    assert code == 0 and f"({target['steps']} steps (auto), pad baseline" in out
+    with pytest.raises(SystemExit) as stop:
+        _run(capsys, source_file, "--at", "6:12", "--method", "ig", "--steps", "some")
+    assert stop.value.code == 2 and "'some' is not a whole number; or give auto" in capsys.readouterr().err
 
 
 def test_table_lists_top_nodes_and_categories(capsys, source_file):
