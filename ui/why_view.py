@@ -43,6 +43,7 @@ from ui.results import InspectorResult
 T = TypeVar("T")
 STATE = "why_request"
 MAX_STEPS = AUTO_MAX_STEPS  # integrated gradients' path points the inspector offers
+UNTIL = f"Until {AUTO_TOLERANCE:.0%}"  # the checkbox of steps="auto"
 METHOD_NAMES = {"grad": "gradient x input", "ig": "integrated gradients", "occlusion": "occlusion (syntax-aware)"}
 NO_CONTRAST = "(none: the token's log-probability)"
 
@@ -94,9 +95,9 @@ def _controls(ex: Explanation, selected: int | None, n_prompt: int | None) -> di
         "Steps", 1, MAX_STEPS, DEFAULT_STEPS, key="why_steps", disabled=method != "ig",
         help="integrated gradients: Gauss-Legendre points on the path from the pad token's embedding (the first "
              "token, the attention sink, held); more points, a smaller completeness gap"))
-    if c4.checkbox("Until 1%", key="why_auto", disabled=method != "ig",
+    if c4.checkbox(UNTIL, key="why_auto", disabled=method != "ig",
                    help=f"integrated gradients: {DEFAULT_STEPS} points, then twice as many until the attributions sum "
-                        f"to value - baseline value within 1% (at most {AUTO_MAX_STEPS} points)"):
+                        f"to value - baseline value within {AUTO_TOLERANCE:.0%} (at most {AUTO_MAX_STEPS} points)"):
         steps = AUTO_STEPS
     return {"index": index, "node": node, "method": method, "steps": steps if method == "ig" else DEFAULT_STEPS,
             "contrast": contrast}
@@ -113,9 +114,9 @@ def _show(attr: Attribution) -> None:
     st.markdown(line)
     if attr.method == "ig" and attr.relative_gap > AUTO_TOLERANCE:
         fix = ("more points than the inspector offers would be needed" if attr.steps >= AUTO_MAX_STEPS else
-               f"raise Steps (up to {MAX_STEPS}) or tick **Until 1%** to bring their sum closer")
+               f"raise Steps (up to {MAX_STEPS}) or tick **{UNTIL}** to bring their sum closer")
         st.warning(f"The attributions miss value - baseline value by {100 * attr.relative_gap:.1f}% (completeness "
-                   f"gap over 1%): {fix}.")
+                   f"gap over {AUTO_TOLERANCE:.0%}): {fix}.")
     st.html(attribution_sequence_html(attr))
     tabs = st.tabs(["Partial AST (named nodes)", "Complete AST (all nodes)"])
     figs = {}

@@ -24,7 +24,7 @@ __all__ = ["add_parser", "cmd_attribute"]
 
 def add_parser(sub: Any, at_position: Any) -> None:
     """Add ``attribute`` to ``python -m asc``'s subcommands (``at_position``: the LINE:COL argparse type)."""
-    from asc.why.attribute import ATTRIBUTION_METHODS, AUTO_MAX_STEPS, AUTO_STEPS, DEFAULT_STEPS
+    from asc.why.attribute import ATTRIBUTION_METHODS, AUTO_MAX_STEPS, AUTO_STEPS, AUTO_TOLERANCE, DEFAULT_STEPS
     from asc.why.targets import BASELINES
 
     p = sub.add_parser("attribute", help="what in the code one token's prediction used: gradient x input, "
@@ -38,7 +38,7 @@ def add_parser(sub: Any, at_position: Any) -> None:
                    help="explain log p(token) - log p(TEXT), TEXT one token (e.g. one of the model's top choices)")
     p.add_argument("--steps", type=_steps, default=DEFAULT_STEPS,
                    help=f"--method ig: points on the path (Gauss-Legendre; default {DEFAULT_STEPS}), or {AUTO_STEPS}: "
-                        f"{DEFAULT_STEPS}, then twice as many until the completeness gap is within 1% (at most "
+                        f"{DEFAULT_STEPS}, then twice as many until the completeness gap is within {AUTO_TOLERANCE:.0%} (at most "
                         f"{AUTO_MAX_STEPS})")
     p.add_argument("--baseline", default=BASELINES[0], choices=BASELINES,
                    help="ig and occlusion: the pad (else end-of-sequence) token's embedding (default) or zeros")
@@ -67,7 +67,7 @@ def _steps(text: str) -> int | str:
 def cmd_attribute(args: argparse.Namespace) -> int:
     from asc.align import AlignOptions
     from asc.explain import checked_tree, explain
-    from asc.why.attribute import attribute
+    from asc.why.attribute import AUTO_MAX_STEPS, AUTO_TOLERANCE, attribute
     from asc.why.targets import line_col_offset, target_at
 
     tree = checked_tree(read_source(args.file), args.language)  # refuse bad input before loading the model
@@ -91,9 +91,10 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     print(f"value {fmt(result.value)}" + (f"  at the baseline {fmt(result.baseline_value)}  sum of attributions "
                                          f"{fmt(result.value - result.baseline_value + result.delta)}"
                                          if args.method == "ig" else ""))
-    if args.method == "ig" and result.relative_gap > 0.01:
+    if args.method == "ig" and result.relative_gap > AUTO_TOLERANCE:
+        auto = ", or auto" if result.steps < AUTO_MAX_STEPS else ""
         print(f"note: the attributions miss value - baseline value by {100 * result.relative_gap:.1f}%: "
-              f"more --steps (e.g. {4 * result.steps}, or auto) bring the sum closer")
+              f"more --steps (e.g. {4 * result.steps}{auto}) bring the sum closer")
     print(f"\n{'node':>5} {'type':<22} {'category':<22} {'attribution':>11}  text")
     for node, value in result.top_nodes(args.top):
         cat = ex.node_category[node] or "-"
