@@ -142,7 +142,9 @@ def test_inspector_in_chromium(app_server, browser):
     page.locator(".st-key-why_tree_partial").screenshot(path=str(OUT / "inspector-why-tree.png"))
     until = page.locator(".st-key-why_auto").get_by_text("Until 1%")  # integrated gradients' steps="auto"
     expect(until).to_be_visible(timeout=SHOWN)
-    steps = page.locator(".st-key-why_steps").bounding_box()
+    steps_field = page.locator(".st-key-why_steps")
+    expect(steps_field).to_be_visible(timeout=SHOWN)
+    steps = steps_field.bounding_box()
     assert until.bounding_box()["height"] < 30 and steps and steps["width"] >= 80  # one line; the field readable
     page.locator(".st-key-why_steps").locator("xpath=ancestor::*[@data-testid='stHorizontalBlock'][1]").screenshot(
         path=str(OUT / "inspector-why-controls.png"))
