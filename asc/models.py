@@ -14,7 +14,8 @@
 
 GGUF weights are de-quantized by transformers on first load (about 10 CPU-s for SmolLM2, 29 for Gemma 3, with the
 file parsed once: :mod:`asc.gguf_once`);
-the fp32 result is saved as safetensors under :func:`cache_dir` so later loads take seconds.
+the fp32 result is saved as safetensors under :func:`cache_dir` so later loads take seconds (:mod:`asc.gguf_cache`:
+private folders, entries that are data and checked against their digests before each load).
 ``trust_remote_code`` is off unless the caller turns it on. ``device``/``dtype`` (default CPU float32,
 see :mod:`asc.device`) place the weights after a check that they fit in the device's free memory.
 
@@ -26,13 +27,10 @@ is loaded as an encoder when its config names no causal-LM architecture (see :fu
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import json
 import logging
 import os
 import re
-import shutil
 import struct
 import threading
 from collections.abc import Callable
@@ -41,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from asc import device as device_mod
+from asc import gguf_cache
 from asc.errors import InputError, ModelLoadError, UnknownModelError
 from asc.extras import install_hint
 from asc.paths import DEFAULT_MODEL, cache_dir, model_modules
@@ -271,31 +270,13 @@ def _from_folder(name: str, folder: str | Path, trust_remote_code: bool, target:
     return make_bundle(name, model, tokenizer, str(folder), causal=causal)
 
 
-_KEY_BYTES = 1 << 20  # bytes read at each end of a GGUF for its cache key
-
-
-def _gguf_cache_key(path: Path) -> str:
-    """The cache folder of ``path``'s de-quantized weights: its name, size, first and last MiB, the transformers
-    version. Every copy of one GGUF (each clone's virtual environment has its own) shares one entry, where a key on
-    the path made a 0.5-1.1 GB entry per clone. Other bytes at either end or another size (another quantization, a
-    new download) get their own; a copy changed only in its middle, at the same size, would read the old entry."""
-    import transformers
-
-    size = path.stat().st_size
-    digest = hashlib.sha256(f"{size}|{transformers.__version__}|".encode())
-    with path.open("rb") as f:
-        digest.update(f.read(_KEY_BYTES))
-        f.seek(max(0, size - _KEY_BYTES))
-        digest.update(f.read(_KEY_BYTES))
-    return f"{path.stem}-{digest.hexdigest()[:16]}"
-
-
 def _from_gguf(name: str, path: Path, trust_remote_code: bool, target: tuple[Any, Any] | None = None) -> ModelBundle:
-    """Load a GGUF file, de-quantizing once and caching the fp32 weights as safetensors."""
-    cached = cache_dir() / "models" / _gguf_cache_key(path)
-    if (cached / "config.json").exists():
+    """Load a GGUF file, de-quantizing once into the app's cache (:mod:`asc.gguf_cache`). A cache entry is data:
+    it is loaded with remote code off, whatever ``trust_remote_code`` says."""
+    cached = gguf_cache.entry_for(path)
+    if cached is not None and gguf_cache.usable_entry(cached):
         log.info("loading %s from cache %s", name, cached)
-        bundle = _from_folder(name, cached, trust_remote_code, target)
+        bundle = _from_folder(name, cached, False, target)
         return ModelBundle(name=name, model=bundle.model, tokenizer=bundle.tokenizer, source=str(path),
                            context_length=bundle.context_length)
     import torch
@@ -319,7 +300,7 @@ def _from_gguf(name: str, path: Path, trust_remote_code: bool, target: tuple[Any
         raise ModelLoadError(f"could not read the GGUF file {path} ({first}): it is truncated, damaged or not a GGUF "
                              "file; download it again (a cut download is smaller than the original) or choose "
                              "another model") from err
-    _save_cache(model, tokenizer, cached, path)
+    gguf_cache.save_entry(model, tokenizer, cached, path)
     return make_bundle(name, model, tokenizer, str(path))
 
 
@@ -333,23 +314,6 @@ def _check_gguf_magic(path: Path) -> None:
     if magic != b"GGUF":
         raise ModelLoadError(f"{path} is not a GGUF file (it does not start with the GGUF magic bytes): download it "
                              "again, or give a valid .gguf file, a Hugging Face model folder or an embedded model")
-
-
-def _save_cache(model, tokenizer, target: Path, origin: Path) -> None:
-    # A GGUF-loaded model refuses save_pretrained while it carries its quantizer.
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    tmp = target.parent / f".tmp-{target.name}-{os.getpid()}-{threading.get_ident()}"
-    try:
-        tmp.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / "asc-source.json").write_text(json.dumps({"gguf": str(origin)}))
-        os.replace(tmp, target)  # atomic: a concurrent loader sees all files or none
-    except OSError as err:  # a read-only home or a race with another process: keep going uncached
-        log.warning("could not cache de-quantized weights at %s: %s", target, err)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def load_model(spec: str = DEFAULT_MODEL, *, trust_remote_code: bool = False, device: str = "cpu",

@@ -39,6 +39,7 @@ import inspect
 import io
 import random
 import re
+import site
 import sys
 import sysconfig
 import warnings
@@ -124,6 +125,19 @@ def stdlib_modules(deny: Sequence[str] = DENIED) -> list[str]:
     return sorted(n for n in names if n.split(".")[0] not in deny)
 
 
+def _installed(location: str) -> bool:
+    """Whether ``location`` lies in this environment's installed packages or standard library (never the working
+    folder, which ``python -m`` puts first on ``sys.path``)."""
+    if not location:
+        return False
+    keys = ("purelib", "platlib", "stdlib", "platstdlib")
+    roots = {sysconfig.get_paths()[k] for k in keys} | set(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        roots.add(site.getusersitepackages())
+    where = Path(location).resolve()
+    return any(where.is_relative_to(Path(r).resolve()) for r in roots if r)
+
+
 def package_modules(package: str) -> list[str]:
     """The public modules of an installed package, found on disk without importing it."""
     if "." in package or not package.isidentifier():
@@ -131,6 +145,11 @@ def package_modules(package: str) -> list[str]:
     spec = importlib.util.find_spec(package)
     if spec is None:
         raise InputError(f"no installed package is importable as {package!r}; install it in this environment first")
+    outside = [loc for loc in (list(spec.submodule_search_locations or []) or [spec.origin or ""]) if not _installed(loc)]
+    if outside:
+        raise InputError(f"{package!r} is found at {outside[0]}, not among the installed packages (a file of the "
+                         "working folder or a corpus shadows it, and importing it would run it): install the package "
+                         "(pip install), or run from another folder")
     return [package, *_walk(package, list(spec.submodule_search_locations or []))]
 
 

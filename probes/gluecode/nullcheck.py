@@ -58,13 +58,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from asc.atomic import write_atomic
+from asc.caches import check_file, private_folder
 from asc.confined import builtin_folder, corpus_roots, open_path, read_fd, walk_files
 from asc.corpus.sources import MAX_FILES, MAX_SOURCE_BYTES, check_corpus_spec
 from asc.errors import AscError, CorpusError
 from asc.paths import cache_dir, untrusted_environment
 
 __all__ = ["CHECKER", "MYPY_FLAGS", "CheckResult", "CheckerError", "Diagnostic", "NoneWarning", "check_corpus",
-           "corpus_texts", "mypy_version", "none_warning", "parse_mypy_json", "union_has_none"]
+           "checker_command", "corpus_texts", "mypy_version", "none_warning", "parse_mypy_json", "union_has_none"]
 
 CHECKER = "mypy"
 MYPY_FLAGS = ("--output", "json", "--check-untyped-defs", "--no-incremental", f"--cache-dir={os.devnull}",
@@ -267,11 +268,24 @@ def _key(stdlib: bool, digests: dict[str, str], version: str) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def checker_command(targets: Sequence[str]) -> list[str]:
+    """The command that type-checks ``targets``: ``python -I -m mypy``. ``-I`` (isolated) keeps the working
+    directory and the script's folder off ``sys.path`` and ignores ``PYTHON*`` variables and the user's site
+    folder, so no file of the corpus (a ``mypy.py``, ``typing_extensions.py``, ``sitecustomize.py``,
+    ``usercustomize.py``...) can stand in for a module the interpreter or mypy imports."""
+    return [sys.executable, "-I", "-m", "mypy", *MYPY_FLAGS, *targets]
+
+
 def _run_mypy(src: Path, targets: list[str]) -> tuple[str, float]:
-    cmd = [sys.executable, "-m", "mypy", *MYPY_FLAGS, *targets]
+    """mypy over ``targets`` (paths relative to ``src``, the copy), run isolated (:func:`checker_command`) from
+    an empty folder beside the copy, never from the copy itself; the paths in its output are made relative to
+    ``src`` again."""
+    run_dir = src.parent / "run"
+    run_dir.mkdir(mode=0o700)
+    cmd = checker_command([str(src / t) for t in targets])
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, cwd=src, capture_output=True, text=True, timeout=TIMEOUT_S,
+        proc = subprocess.run(cmd, cwd=run_dir, capture_output=True, text=True, timeout=TIMEOUT_S,
                               env=untrusted_environment())
     except subprocess.TimeoutExpired:
         raise CheckerError(f"mypy ran longer than {TIMEOUT_S} s: give a smaller corpus (a folder)") from None
@@ -283,6 +297,15 @@ def _run_mypy(src: Path, targets: list[str]) -> tuple[str, float]:
     return proc.stdout, seconds
 
 
+def _relative(file: str, copies: set[str]) -> str:
+    """mypy's path of a checked file, relative to the copy's folder (mypy prints the paths it was given)."""
+    file = file.replace(os.sep, "/")
+    for copy in copies:
+        if file.startswith(copy):
+            return file[len(copy):]
+    return file
+
+
 def check_corpus(spec: str, workdir: str | Path | None = None, roots: Sequence[Path] | None = None) -> CheckResult:
     """Run mypy over a copy of the corpus (see the module doc) and return its diagnostics with corpus-relative
     paths. The result is cached under ``workdir`` (default: ``<cache_dir>/gluecode``), keyed by the files'
@@ -291,8 +314,15 @@ def check_corpus(spec: str, workdir: str | Path | None = None, roots: Sequence[P
     base, texts = corpus_texts(spec, roots)
     rels = list(texts)
     key = _key(spec == "stdlib", {rel: hashlib.sha256(texts[rel]).hexdigest() for rel in rels}, version)
-    cache = (Path(workdir) if workdir is not None else cache_dir() / "gluecode") / "mypy" / f"{key[:24]}.json"
+    if workdir is None:  # the app's cache: private folders, files nobody else wrote (asc.caches)
+        private_folder(cache_dir())
+        folder = private_folder(private_folder(cache_dir() / "gluecode") / "mypy")
+    else:
+        folder = Path(workdir) / "mypy"
+    cache = folder / f"{key[:24]}.json"
     if cache.is_file():
+        if workdir is None:
+            check_file(cache)
         try:
             rec = json.loads(cache.read_text(encoding="utf-8"))
             if rec.get("key") == key:
@@ -315,7 +345,8 @@ def check_corpus(spec: str, workdir: str | Path | None = None, roots: Sequence[P
     if workdir is not None:
         Path(workdir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="asc-mypy-", dir=workdir) as tmp:
-        src = Path(tmp)
+        src = Path(tmp) / "copy"  # the corpus's copy; mypy runs from Path(tmp) / "run" (see _run_mypy)
+        src.mkdir(mode=0o700)
         top = src / package if package else src
         for rel in files:  # the bytes read once (never the path again), into a scratch copy
             write_atomic(top / rel, _bytes_writer(texts[rel]))
@@ -324,8 +355,9 @@ def check_corpus(spec: str, workdir: str | Path | None = None, roots: Sequence[P
                 (folder / "__init__.py").touch()
         targets = [package] if package else sorted({rel.split("/")[0] for rel in files})
         stdout, seconds = _run_mypy(src, targets)
+        copy = {str(src.resolve()).replace(os.sep, "/") + "/", str(src).replace(os.sep, "/") + "/"}
     prefix = f"{package}/" if package else ""
-    diagnostics = [Diagnostic(**{**asdict(d), "file": d.file.replace(os.sep, "/").removeprefix(prefix)})
+    diagnostics = [Diagnostic(**{**asdict(d), "file": _relative(d.file, copy).removeprefix(prefix)})
                    for d in parse_mypy_json(stdout)]
     record = {"key": key, "checker": CHECKER, "mypy": version, "flags": list(MYPY_FLAGS), "spec": spec,
               "package": package, "files": files, "skipped": skipped, "seconds": seconds,

@@ -263,22 +263,3 @@ def test_load_on_cuda_scores_like_cpu():
     assert gpu.device == "cuda:0" and next(gpu.model.parameters()).is_cuda
     a, b = score_text(cpu, "def f(x):\n    return x\n"), score_text(gpu, "def f(x):\n    return x\n")
     np.testing.assert_allclose(a.prob, b.prob, atol=1e-5)
-
-
-def test_copies_of_one_gguf_share_a_cache_entry_and_other_files_do_not(tmp_path):
-    """Each clone's virtual environment holds its own copy of the embedded GGUFs: the de-quantized cache is keyed on
-    the file's size and bytes, not its path or time, so the copies share one entry (0.5-1.1 GB each)."""
-    from asc.models import _gguf_cache_key
-
-    data = bytes(range(256)) * 12_000  # 3 MB: both ends and a middle
-    first, second = tmp_path / "a" / "m.gguf", tmp_path / "b" / "m.gguf"
-    for path, stamp in ((first, 1_000_000_000), (second, 1_700_000_000)):
-        path.parent.mkdir()
-        path.write_bytes(data)
-        os.utime(path, (stamp, stamp))
-    assert _gguf_cache_key(first) == _gguf_cache_key(second)
-    longer, changed_end = tmp_path / "c.gguf", tmp_path / "d.gguf"
-    longer.write_bytes(data + b"x")
-    changed_end.write_bytes(data[:-1] + b"x")
-    keys = {_gguf_cache_key(p).split("-")[-1] for p in (first, longer, changed_end)}
-    assert len(keys) == 3
