@@ -142,11 +142,19 @@ def job_panel(kind: JobKind, describe: Callable[[Job], str] | None = None) -> No
 
 
 @st.fragment(run_every=PANEL_EVERY)
-def live_job_panel(kind: JobKind, describe: Callable[[Job], str] | None = None) -> None:
-    """:func:`job_panel` in a fragment refreshed every :data:`PANEL_EVERY` seconds while the page is open (only the
-    panel reruns; the whole page once, when a job of ``kind`` finishes): the one line a page with background jobs
-    calls."""
+def _polled_panel(kind: JobKind, describe: Callable[[Job], str] | None = None) -> None:
     job_panel(kind, describe)
+
+
+def live_job_panel(kind: JobKind, describe: Callable[[Job], str] | None = None) -> None:
+    """:func:`job_panel`, the one line a page with background jobs calls. While a job of ``kind`` is queued or runs
+    (this tab's or another's), the panel is a fragment refreshed every :data:`PANEL_EVERY` seconds (only the panel
+    reruns; the whole page once, when such a job finishes); with none, it is drawn once and nothing polls, so an
+    idle tab costs the server nothing. A job another tab starts later shows at this tab's next rerun (any click)."""
+    if running(kind):
+        _polled_panel(kind, describe)
+    else:
+        job_panel(kind, describe)
 
 
 def demo_models(kind: JobKind) -> list[str]:
