@@ -191,6 +191,16 @@ class JobQueue:
             time.sleep(0.05)
         return True
 
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Cancel every queued and running job and wait up to ``timeout`` seconds for the worker to finish the one
+        it runs (a corpus run stops after its current batch, its finished snippets kept: resumable). True when no job
+        is left queued or running. The app calls it when its server stops (Ctrl-C, SIGTERM), so the process does not end
+        with a thread inside torch (``terminate called without an active exception``)."""
+        for job in self.jobs():
+            if job.active:
+                job.cancel.set()
+        return self.wait(timeout)  # the worker marks each queued job cancelled as it takes it
+
     def _load_model(self, job: Job) -> ModelBundle:
         # one-argument loaders (tests, the CLI) keep working for jobs that trust no remote code and name no placement
         extra: dict[str, object] = {"trust_remote_code": True} if job.trust_remote_code else {}

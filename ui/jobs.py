@@ -14,6 +14,9 @@ through the same queue, on :func:`asc.paths.default_model` (``$ASC_MODEL``: the 
 
 from __future__ import annotations
 
+import atexit
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypedDict
@@ -34,6 +37,7 @@ from ui.widgets import placement, plain, trust_remote_code
 DEMO_CORPUS = "humaneval"  # the eval and attention demos: the first DEMO_LIMIT HumanEval functions
 DEMO_LIMIT = 40
 PANEL_EVERY = 2.0  # seconds between two refreshes of a page's job panel
+STOP_WAIT = 10.0  # seconds a stopping server waits for its running job to end at its next batch
 DEMO_TASKS = ("KTX", "IDN")  # the layer demo: two INSPECT tasks of DEMO_SIZE samples built from DEMO_TASK_CORPUS
 DEMO_SIZE = 100
 DEMO_TASK_CORPUS = "stdlib"
@@ -60,9 +64,25 @@ def job_queue() -> JobQueue:
     through :func:`ui.cache.get_job_bundle`, apart from the model users inspect, with the job's
     ``trust_remote_code``, device and dtype (pages submit the sidebar's: :func:`ui.widgets.placement`); a shared
     server's policy (:func:`ui.access.policy`) keeps its corpus reads in the data roots and its Ray address explicit."""
-    return JobQueue(lambda spec, trust_remote_code=False, device="auto", dtype="auto":
+    jobs = JobQueue(lambda spec, trust_remote_code=False, device="auto", dtype="auto":
                     get_job_bundle(spec, trust_remote_code, device, dtype),
                     roots=lambda: access.policy().corpus_roots, shared=lambda: access.policy().shared)
+    atexit.register(_stop_jobs, jobs)  # the server stops (Ctrl-C): cancel the jobs, let the running one end
+    return jobs
+
+
+def _stop_jobs(jobs: JobQueue) -> None:
+    active = [job for job in jobs.jobs() if job.active]
+    if not active:
+        return
+    print(f"  Stopping {len(active)} job(s): a corpus run keeps its finished snippets (run it again to resume)...",
+          file=sys.stderr, flush=True)
+    if not jobs.stop(STOP_WAIT):
+        # ending the interpreter with a thread inside torch aborts it ("terminate called without an active exception",
+        # make's Error 250): leave at once instead; every file is written atomically, so only the batch is lost
+        print(f"  A job was still running after {STOP_WAIT:.0f} s: stopped without its last batch", file=sys.stderr,
+              flush=True)
+        os._exit(0)
 
 
 def owner() -> str:

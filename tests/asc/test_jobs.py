@@ -94,6 +94,28 @@ def test_a_running_call_that_sees_the_stop_request_ends_cancelled(tmp_path):
     assert (job.stage, job.done, job.total) == ("work", 3, 100)
 
 
+def test_stop_cancels_the_running_and_queued_jobs_and_waits_for_the_worker(tmp_path):
+    """What a stopping server does (Ctrl-C): the running job ends at its next check, the queued ones never start."""
+    queue = _queue()
+    started = threading.Event()
+
+    def endless(bundle, progress, stop):
+        started.set()
+        while not stop():
+            progress("work", 1, 2)
+            threading.Event().wait(0.01)
+
+    running = queue.submit_call(JobKind.ATTENTION, "tiny-random", "endless", tmp_path / "a", endless)
+    waiting = queue.submit_call(JobKind.ATTENTION, "tiny-random", "next", tmp_path / "b", endless)
+    assert started.wait(60)
+    assert queue.stop(timeout=30)
+    assert running.status == "cancelled" and waiting.status == "cancelled"
+
+
+def test_stop_without_jobs_returns_at_once():
+    assert _queue().stop(timeout=0.01)
+
+
 def test_user_errors_fail_the_job_with_their_message_and_crashes_are_logged(tmp_path, caplog):
     queue = _queue()
 
