@@ -19,6 +19,12 @@ when the admin sets ``ASC_TOKEN`` (its visitors are restricted anyway; ``ASC_PAS
 Passwords and tokens are compared in constant time (:func:`password_matches`) and tries are limited
 (:class:`RateLimiter`). Nothing here imports Streamlit: ``ui.access`` feeds in the server address and
 the client's key.
+
+A browser that opened the address with the right token keeps its access in a cookie (``make app`` only:
+:mod:`ui.token_cookie` sets it, the gate reads it). The cookie is not the token: it is the HMAC-SHA256 of the
+token under a secret made at random once per server process (:func:`access_cookie_value`), checked in constant
+time (:func:`access_cookie_matches`). So a cookie that leaks does not give the token away, a restart (or a new
+token) makes every earlier cookie worthless, and nobody can make a valid one without the server's memory.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from asc import paths
 from asc.corpus.sources import BUILTIN_CORPORA, check_corpus_spec
@@ -40,11 +47,14 @@ from asc.errors import InputError
 from asc.files import check_path_text
 from asc.models import embedded_names
 
-__all__ = ["MIN_TOKEN_CHARS", "AccessPolicy", "RateLimiter", "is_loopback", "password_matches", "server_token"]
+__all__ = ["ACCESS_COOKIE", "MIN_TOKEN_CHARS", "AccessPolicy", "RateLimiter", "access_cookie_header", "access_cookie_matches",
+           "access_cookie_name", "access_cookie_value", "is_loopback", "password_matches", "server_token"]
 
 MIN_TOKEN_CHARS = 16  # an ASC_TOKEN the user sets (the random one has 32)
 _token_lock = threading.Lock()
 _made_token: list[str] = []  # the random token of this process, once made
+ACCESS_COOKIE = "asc-access"  # the access cookie's name, before the port (:func:`access_cookie_name`)
+_cookie_secret: list[bytes] = []  # the key of this process's access cookies, once made (:func:`access_cookie_value`)
 
 
 def is_loopback(address: str) -> bool:
@@ -87,6 +97,43 @@ def server_token(announce: Callable[[str], None] | None = None) -> str | None:
             if announce is not None:
                 announce(_made_token[0])
         return _made_token[0]
+
+
+def access_cookie_name(port: int | str) -> str:
+    """The access cookie's name for a server on ``port``: browsers send a host's cookies to every port of it, so two
+    apps on one machine (8501, 8502) each keep their own cookie."""
+    return f"{ACCESS_COOKIE}-{port}"
+
+
+def _cookie_key() -> bytes:
+    with _token_lock:
+        if not _cookie_secret:
+            _cookie_secret.append(secrets.token_bytes(32))
+        return _cookie_secret[0]
+
+
+def access_cookie_value(token: str) -> str:
+    """The access cookie's value for ``token``: HMAC-SHA256 of the token under this process's secret (random, made on
+    first use, never stored or sent), in hex. Not the token: a leaked cookie does not tell it, and opens the app only
+    until the server restarts."""
+    message = b"asc-access-cookie\0" + token.encode("utf-8", "surrogatepass")
+    return hmac.new(_cookie_key(), message, hashlib.sha256).hexdigest()
+
+
+def access_cookie_matches(value: str, token: str) -> bool:
+    """Whether ``value`` (a cookie the browser sent) is :func:`access_cookie_value` of ``token``, compared in constant
+    time; False for an empty token or value."""
+    if not token or not value:
+        return False
+    return hmac.compare_digest(value.encode("utf-8", "surrogatepass"), access_cookie_value(token).encode("ascii"))
+
+
+def access_cookie_header(name: str, value: str, path: str = "/", secure: bool = False) -> str:
+    """A ``Set-Cookie`` value: a session cookie (no expiry: it ends with the browser session) for ``path`` (the app's
+    base path), ``HttpOnly`` (page scripts cannot read it), ``SameSite=Strict`` (other sites' pages and links never
+    send it) and ``Secure`` when the app is served over https."""
+    path = "/" + quote(path.strip("/"), safe="/") if path.strip("/") else "/"
+    return f"{name}={value}; Path={path}; HttpOnly; SameSite=Strict" + ("; Secure" if secure else "")
 
 
 class RateLimiter:

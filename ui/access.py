@@ -5,7 +5,8 @@
 * :func:`tab_token`: a random token per browser tab (session), e.g. the owner of the jobs a tab started;
 * :func:`password_gate`: a password (or token) box whose tries are limited per client (:data:`PER_CLIENT`) and for the
   whole app (:data:`OVERALL`), compared in constant time. The client is ``st.context.ip_address`` when
-  Streamlit knows it, else the tab's token (a new tab gets new tries, but never past the overall cap).
+  Streamlit knows it, else the tab's token (a new tab gets new tries, but never past the overall cap);
+* :func:`cookie_passed`: the browser sent this server's access cookie for the token (set by :mod:`ui.token_cookie`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 
 import streamlit as st
 
-from asc.access import AccessPolicy, RateLimiter, password_matches
+from asc.access import AccessPolicy, RateLimiter, access_cookie_matches, access_cookie_name, password_matches
 from asc.atomic import private_writes
 from asc.paths import study_mode
 from ui.serve import app_url
@@ -75,6 +76,20 @@ def _digest(text: str) -> str:
 def passed(expected: str, key: str) -> bool:
     """Whether this tab already got past the box ``key`` with ``expected`` (no widget drawn)."""
     return bool(expected) and st.session_state.get(f"{key}_ok") == _digest(expected)
+
+
+def cookie_passed(token: str, key: str) -> bool:
+    """Whether the browser of this session sent the access cookie of ``token`` made by this server process
+    (:func:`asc.access.access_cookie_matches`); then the tab is remembered as past the box ``key`` (as :func:`passed`
+    reads it). A missing, forged or older server's cookie is no try: it only does not open (the box stays)."""
+    try:
+        value = st.context.cookies.get(access_cookie_name(str(st.get_option("server.port"))))
+    except Exception:  # no client context (bare mode, AppTest)
+        value = None
+    if not isinstance(value, str) or not access_cookie_matches(value, token):
+        return False
+    st.session_state[f"{key}_ok"] = _digest(token)
+    return True
 
 
 def _verdict(typed: str, expected: str, scope: str, key: str) -> str:

@@ -22,8 +22,11 @@ What :func:`enter` does, in order (each step stops the script until it is satisf
    route.
 
 A tab that got past a box is remembered in its session state (a digest of the secret, so a new token or
-password after a restart asks again). The address keeps its ``?token=``, so a reload of that address
-works; a new tab without it asks again (Streamlit has no server-set cookie to remember a browser by).
+password after a restart asks again). A browser that opened the address with the token on a server started by
+``make app`` (:mod:`ui.serve`) also holds the server's access cookie (:mod:`ui.token_cookie`), which lets every later
+session of that browser past the token (not past the password): reloads, links, new tabs. Under plain ``streamlit run
+app.py`` there is no cookie: a reload of the address with ``?token=`` works, a tab without it asks again.
+Once past, the token box's words are gone too (every page runs the gate twice: the router's and its own).
 """
 
 from __future__ import annotations
@@ -47,13 +50,22 @@ PASSWORD_KEY = "app_pw"  # the app password box's widget key
 _ROUTED: ContextVar[bool] = ContextVar("asc_routed", default=False)  # inside app.py's ``page.run()`` (:func:`routed`)
 
 
+def _token_passed(token: str) -> bool:
+    """Whether this tab is past the token: it typed or brought it before, or its browser holds the access cookie."""
+    return access.passed(token, TOKEN_KEY) or access.cookie_passed(token, TOKEN_KEY)
+
+
 def _passed(token: str | None) -> bool:
     """Whether this tab got past the password and the token it needs (draws nothing)."""
     password = app_password()
-    return (not password or access.passed(password, PASSWORD_KEY)) and (token is None or access.passed(token, TOKEN_KEY))
+    return (not password or access.passed(password, PASSWORD_KEY)) and (token is None or _token_passed(token))
 
 
 def _token_box(token: str) -> bool:
+    """True when this tab is past the token; else the box (and, without ``?token=``, the one line saying where the
+    token is), True once it takes the right one."""
+    if _token_passed(token):
+        return True
     offered = st.query_params.get("token", "")
     if not offered:
         st.info("This AsC Studio asks for its access token, as Jupyter does: open the address printed where the "

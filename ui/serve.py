@@ -10,7 +10,7 @@ the server answers its health check, it prints one line, as ``jupyter lab`` does
     AsC Studio (local mode): http://127.0.0.1:8501/?token=Zp3...
 
 Streamlit's own "You can now view your Streamlit app" line has no token: open the line printed after it.
-The launcher stays in the foreground and ends with the server (Ctrl-C stops both).
+The server watches no files (:data:`QUIET_SERVER`, unless the options say otherwise). The launcher stays in the foreground and ends with the server (Ctrl-C stops both).
 
 ``asc-studio`` (the console script of a pip install, :func:`console`) is this launcher with ``make app``'s settings
 as defaults: ``--server.headless true``, ``--server.port $PORT`` (8501) and ``--server.address $HOST``
@@ -26,6 +26,10 @@ Streamlit turns on for every app with a ``pages/`` folder until a script run cal
 the very first visitor of a fresh server is routed by ``app.py`` like every later one (no "Page not found"
 for ``/global-asc-eval``, no page file run on its own). Plain ``streamlit run app.py`` still works: there
 the gate of every page (:mod:`ui.gate`) covers the legacy routing.
+
+That server also remembers a browser that opened the address with the token, in an ``HttpOnly``, ``SameSite=Strict``
+cookie that is not the token (:mod:`ui.token_cookie`): its reloads, links and new tabs stay in, as with Jupyter. Plain
+``streamlit run app.py`` has no such cookie: there a tab without ``?token=`` asks for the token again.
 """
 
 from __future__ import annotations
@@ -47,6 +51,10 @@ from asc.paths import APP_INSTALLED, APP_ROOT, app_defaults, child_environment, 
 __all__ = ["app_url", "console", "main"]
 
 START_TIMEOUT = 180.0  # seconds to wait for the server's health check before giving up on printing
+# an app, not a development server: no watching of the source tree and the runs folder for changes (Streamlit's
+# watchdog rescanned the tree on every inotify queue overflow: half a core with one idle tab, and a log of 61,348
+# "Inotify queue overflowed" lines); a developer who wants reruns on save passes --server.fileWatcherType auto
+QUIET_SERVER = {"--server.fileWatcherType": "none", "--server.runOnSave": "false"}
 
 
 def _option(args: Sequence[str], name: str, default: str) -> str:
@@ -81,14 +89,27 @@ def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float) -> bool:
     return False
 
 
+def _server_token() -> str | None:
+    """The token this server process asks for (the gate's rule: :func:`ui.access.policy`)."""
+    from streamlit import config
+
+    return AccessPolicy.from_environment(str(config.get_option("server.address") or ""), study_mode()).token
+
+
 def run_streamlit(argv: Sequence[str]) -> None:
     """Streamlit's command line (``argv``: e.g. ``run app.py --server.port 8501``) without the legacy routing by
     the ``pages/`` folder (Streamlit 1.67 decides it once per process, in ``PagesManager.uses_pages_directory``,
-    when the first session starts; set here before any session exists)."""
+    when the first session starts; set here before any session exists), and with the access token's cookie
+    (:func:`ui.token_cookie.install`; a warning when this Streamlit cannot take it)."""
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web.cli import main as streamlit_main
 
+    from ui.token_cookie import install
+
     PagesManager.uses_pages_directory = False
+    if not install(_server_token):
+        print("warning: this Streamlit cannot take the access cookie (ui/token_cookie.py): a tab without ?token= "
+              "asks for the token again", file=sys.stderr, flush=True)
     sys.argv = ["streamlit", *argv]
     streamlit_main(prog_name="streamlit")
 
@@ -113,7 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # a clone: the server runs in the clone's folder (``-m`` puts it on sys.path); installed: in this folder, which
     # ``-P`` keeps off sys.path
     python = [sys.executable, "-P"] if APP_INSTALLED else [sys.executable]
-    proc = subprocess.Popen([*python, "-m", "ui.serve", "--child", "run", str(APP_ROOT / "app.py"), *args],
+    quiet = [part for name, value in QUIET_SERVER.items() if not _has_option(args, name) for part in (name, value)]
+    proc = subprocess.Popen([*python, "-m", "ui.serve", "--child", "run", str(APP_ROOT / "app.py"), *quiet, *args],
                             env=env, cwd=None if APP_INSTALLED else APP_ROOT)
 
     def forward(signum: int, frame: FrameType | None) -> None:

@@ -213,6 +213,74 @@ def test_a_restart_with_another_token_asks_again(monkeypatch):
     assert not _titles(at) and [w.key for w in at.text_input] == ["app_token"]
 
 
+BANNER = "This AsC Studio asks for its access token"
+
+
+def _banners(at) -> int:
+    return sum(BANNER in i.value for i in at.info)
+
+
+def test_the_token_banner_shows_once_before_and_never_after(monkeypatch):
+    """Issue 44, 1: past the token, a page without ``?token=`` in its address (every page reached by a link) showed
+    the banner twice, once from the router's gate and once from the page's."""
+    at = _token_app(monkeypatch)
+    at.run()
+    assert _banners(at) == 1 and [w.key for w in at.text_input] == ["app_token"]
+    at.query_params["token"] = "tok-" + "x" * 28
+    at.run()
+    at.query_params.clear()  # a link to another page, or the router's own page switch
+    at.run()
+    assert "Completion inspector" in _titles(at) and _banners(at) == 0 and not at.text_input
+
+
+def _browser_cookies(monkeypatch, cookies: dict[str, str]) -> None:
+    """The cookies a browser sent with its session's connection (AppTest has no browser)."""
+    from types import SimpleNamespace
+
+    import streamlit.runtime.context as context
+
+    client = SimpleNamespace(cookies=cookies, headers=[], remote_ip=None)
+    monkeypatch.setattr(context, "_get_client_context", lambda: client)
+
+
+def test_the_servers_access_cookie_opens_the_token_gate(monkeypatch):
+    """Issue 44, 2: the cookie ui.token_cookie sets for the printed address lets a new session of that browser in."""
+    from asc.access import access_cookie_name, access_cookie_value
+
+    monkeypatch.setattr("asc.access._cookie_secret", [])
+    _browser_cookies(monkeypatch, {access_cookie_name(8501): access_cookie_value("tok-" + "x" * 28)})
+    at = _token_app(monkeypatch)
+    at.run()
+    assert not at.exception and "Completion inspector" in _titles(at) and _banners(at) == 0
+
+
+@pytest.mark.parametrize("forged", ["tok-" + "x" * 28, "0" * 64, "another-server-start"])
+def test_a_forged_or_stale_cookie_opens_nothing(monkeypatch, forged):
+    from asc.access import access_cookie_name, access_cookie_value
+
+    monkeypatch.setattr("asc.access._cookie_secret", [])
+    if forged == "another-server-start":
+        forged = access_cookie_value("tok-" + "x" * 28)
+        monkeypatch.setattr("asc.access._cookie_secret", [])
+    _browser_cookies(monkeypatch, {access_cookie_name(8501): forged, access_cookie_name(8502): forged})
+    at = _token_app(monkeypatch)
+    at.run()
+    assert not _titles(at) and [w.key for w in at.text_input] == ["app_token"] and _banners(at) == 1
+
+
+def test_the_cookie_stands_for_the_token_not_the_password(monkeypatch):
+    from asc.access import access_cookie_name, access_cookie_value
+
+    monkeypatch.setattr("asc.access._cookie_secret", [])
+    monkeypatch.setenv("ASC_PASSWORD", "open sesame")
+    _browser_cookies(monkeypatch, {access_cookie_name(8501): access_cookie_value("tok-" + "x" * 28)})
+    at = _token_app(monkeypatch)
+    at.run()
+    assert [w.key for w in at.text_input] == ["app_pw"] and not _titles(at)
+    at.text_input(key="app_pw").set_value("open sesame").run()
+    assert "Completion inspector" in _titles(at) and not at.text_input
+
+
 # ------------------------------------------------------------------------------------------------ pages alone
 
 

@@ -16,6 +16,9 @@ current ones, the same way; every check waits for its own page's box. Side by si
 legacy ones: the first session's gate ends the legacy routing for the server, and every session whose run started
 before that is still routed the legacy way (Streamlit listed the page files in their sidebars until ``ui.gate``
 replaced the list in those runs too); one after the other, only the first visit was.
+
+Issue 44: the printed address keeps its browser in with the server's access cookie (``HttpOnly``, ``SameSite=Strict``,
+an HMAC of the token, not the token), and once in, no page shows the token box's words (they showed twice).
 """
 
 from __future__ import annotations
@@ -163,5 +166,82 @@ def test_a_local_app_asks_every_visitor_for_the_token_make_app_prints(browser, t
         wrong.goto(f"http://127.0.0.1:{port}/global_eval?token=not-the-token")
         expect(wrong.get_by_text("Wrong access token")).to_be_visible(timeout=TIMEOUT)
         _shows_nothing_of_the_app(wrong, "/global_eval?token=wrong")
+    finally:
+        stop(proc)
+
+
+BANNER = "This AsC Studio asks for its access token"
+
+
+def _banners(page):
+    return page.locator("[data-testid='stAlert']").filter(has_text=BANNER)
+
+
+def _is_in(page, title: str) -> None:
+    """``page`` shows the app's page ``title`` (waited for), without the token box or its words."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("h1", has_text=title)).to_be_visible(timeout=TIMEOUT)
+    idle(page, TIMEOUT)
+    expect(_banners(page)).to_have_count(0)
+    expect(page.get_by_label("Access token", exact=True)).to_have_count(0)
+
+
+def test_the_printed_address_keeps_the_browser_in_with_an_httponly_cookie(browser, tmp_path):
+    """Issue 44: past the token, pages showed the token box's words twice, and a reload or a new tab without
+    ``?token=`` asked again. Now the printed address sets the access cookie and leads to the page without the token;
+    the browser's later sessions are in, a browser without the cookie (or with a forged one) is not."""
+    from playwright.sync_api import expect
+
+    port = free_port()
+    proc = start_app(launcher_command(port), _env(tmp_path), "gate-cookie.log", port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        url = printed_url(OUT / "gate-cookie.log")
+        token = url.split("?token=", 1)[1]
+        before = _visit(browser, f"{base}/compare-models", "Access token")  # (b) one line of words and the box
+        expect(_banners(before)).to_have_count(1)
+        _shows_nothing_of_the_app(before, "/compare-models")
+        before.screenshot(path=str(OUT / "gate-cookie-box.png"))
+        before.context.close()
+
+        context = browser.new_context()
+        page = still(context.new_page())
+        page.set_default_timeout(TIMEOUT)
+        page.goto(url)  # (a) the printed address: in, on two pages, without the token's words
+        _is_in(page, "Completion inspector")
+        assert "token=" not in page.url, "the token left the address"
+        page.screenshot(path=str(OUT / "gate-cookie-inspector.png"))
+        page.locator("[data-testid='stSidebarNav'] a", has_text="Compare models").click()  # a link
+        _is_in(page, "Compare models on one snippet")
+        page.screenshot(path=str(OUT / "gate-cookie-compare.png"))
+
+        cookies = [c for c in context.cookies() if c["name"] == f"asc-access-{port}"]  # (e)
+        assert len(cookies) == 1, context.cookies()
+        cookie = cookies[0]
+        assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
+        assert cookie["expires"] == -1, "a session cookie"
+        assert token not in cookie["value"], "not the token"
+
+        page.reload()  # (c) a reload without ?token=, and a new tab of the same browser
+        _is_in(page, "Compare models on one snippet")
+        tab = _start(context, f"{base}/global-asc-eval")
+        _is_in(tab, "Global AsC-Eval")
+        assert f"asc-access-{port}" not in tab.evaluate("document.cookie"), "page scripts cannot read it"
+        tab.screenshot(path=str(OUT / "gate-cookie-new-tab.png"))
+        context.close()
+
+        fresh = _visit(browser, f"{base}/global-asc-eval", "Access token")  # (d) another browser: no cookie
+        _shows_nothing_of_the_app(fresh, "/global-asc-eval without the cookie")
+        fresh.context.close()
+        for forged in (token, cookie["value"][::-1]):  # (f) the raw token as the cookie, a value never made
+            forger = browser.new_context()
+            forger.add_cookies([{**cookie, "value": forged}])
+            page = _start(forger, f"{base}/global-asc-eval")
+            _gated(page, "Access token")
+            _shows_nothing_of_the_app(page, "/global-asc-eval with a forged cookie")
+            expect(_banners(page)).to_have_count(1)
+            page.screenshot(path=str(OUT / "gate-cookie-forged.png"))
+            forger.close()
     finally:
         stop(proc)
