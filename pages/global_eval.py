@@ -62,8 +62,10 @@ with st.expander("Run a corpus evaluation", expanded=not run_folders(asc_paths.r
 
 
 def describe(job: Job) -> str:
-    """A corpus run in the panel: model, corpus, limit, status, and while running snippets done and seconds."""
-    label = f"#{job.id} {job.model} on {job.corpus} ({job.limit or 'all'}): {job.status}"
+    """A corpus run (or a run's corpus attribution) in the panel: model, corpus, limit, status, and while running
+    snippets done and seconds."""
+    label = (f"#{job.id} {job.model}: {job.corpus}: {job.status}" if job.call is not None  # corpus attribution
+             else f"#{job.id} {job.model} on {job.corpus} ({job.limit or 'all'}): {job.status}")
     if job.status == "running" and job.total:
         label += f", {job.done}/{job.total} snippets, {job.elapsed:.0f} s"
     return label

@@ -1,5 +1,6 @@
 """The Global page's corpus attribution section: the target x source category matrix and the shares by AST distance
-of the chosen runs that hold an ``attribution/`` table (``python -m asc attribute-corpus RUN``), and their exports.
+of the chosen runs that hold an ``attribution/`` table (``python -m asc attribute-corpus RUN``, or this section's
+*Compute corpus attribution* button, a job of the page's queue), and their exports.
 
 The matrix (:func:`asc.why.matrix.run_matrix`) is cached per run folder, settings and the stamp of its attribution
 parts, so a run the command is still filling shows its new parts at the next rerun. Runs without attribution get a
@@ -15,11 +16,25 @@ import streamlit as st
 
 from asc.errors import CorpusError
 from asc.export import csv_text
+from asc.jobs import JobKind
 from asc.viz import figure_html
 from asc.viz.attribution_matrix import distance_curves, matrix_heatmap
-from asc.why.corpus_run import ATTRIBUTE_CORPUS_COMMAND, ATTRIBUTION_TABLE, has_attribution
+from asc.why.corpus import DEFAULT_K
+from asc.why.corpus_run import (
+    ATTRIBUTE_CORPUS_COMMAND,
+    ATTRIBUTION_TABLE,
+    attribution_job,
+    attribution_settings,
+    has_attribution,
+    pending_parts,
+    run_settings,
+)
 from asc.why.matrix import AttributionMatrix, run_matrix
+from ui import guards, jobs
 from ui.cache.stamp import change_stamp, run_stamp
+from ui.widgets import placement, plain
+
+MAX_UI_K = 64  # target nodes per snippet the page offers (the command line's --k has its own bound)
 
 __all__ = ["attribution_section", "cached_matrix"]
 
@@ -38,6 +53,41 @@ def cached_matrix(path: Path, label: str, n_boot: int, seed: int) -> Attribution
     return _matrix(str(path), label, n_boot, seed, stamp)
 
 
+def _compute(chosen: list[Path], labels: list[str], expanded: bool) -> None:
+    """A button that queues the attribution of a chosen run that lacks (part of) it, with the run's own model: the
+    app's way to what ``attribute-corpus`` does (the job shows in the page's job panel, and the matrix below once a
+    part is done; a stopped job keeps its finished snippets and resumes when started again)."""
+    todo: dict[str, Path] = {}
+    for path, label in zip(chosen, labels, strict=True):
+        try:
+            if pending_parts(path):
+                todo[label] = Path(path)
+        except CorpusError:
+            continue  # a broken run says so in the rest of the page
+    if not todo:
+        return
+    with st.expander("Compute corpus attribution", expanded=expanded):
+        c1, c2 = st.columns([3, 1])
+        name = c1.selectbox("Run", list(todo), key="attr_compute_run")
+        path = todo[name]
+        earlier = attribution_settings(path)  # a table begun with other settings is continued with those
+        k = c2.number_input("Targets per snippet (k)", 1, MAX_UI_K, int(earlier["k"]) if earlier else DEFAULT_K,
+                            key="attr_compute_k", disabled=earlier is not None,
+                            help="target nodes per snippet, sampled by category; a table begun keeps its k")
+        st.caption(f"{len(pending_parts(path))} part(s) of this run still to attribute, about k gradient passes per "
+                   "snippet with the run's own model; stop it in the job panel, start it again to resume.")
+        if st.button("Compute corpus attribution", key="attr_compute_start", disabled=jobs.running(JobKind.EVAL)):
+            try:
+                model = str(run_settings(path)["model"]["name"])
+            except (CorpusError, KeyError, TypeError) as err:
+                st.error(plain(str(err)))
+                return
+            if guards.allowed([model]):
+                jobs.job_queue().submit_call(JobKind.EVAL, model, f"corpus attribution of {name}", path,
+                                             attribution_job(path, k=int(k)), owner=jobs.owner(), **placement())
+                st.rerun()
+
+
 def attribution_section(chosen: list[Path], labels: list[str], n_boot: int, seed: int) -> None:
     """The section (module doc) for the chosen runs, labelled ``labels``."""
     st.subheader("Corpus attribution (why this token?)")
@@ -50,11 +100,12 @@ def attribution_section(chosen: list[Path], labels: list[str], n_boot: int, seed
             continue
         if matrix is not None:
             found[label] = matrix
+    _compute(chosen, labels, expanded=not found)
     if not found:
-        st.caption(f"None of the chosen runs has corpus attribution: `{ATTRIBUTE_CORPUS_COMMAND}` computes gradient x "
-                   "input for 8 target nodes per snippet (`--k`), sampled by category, and stores where each "
-                   "prediction's attribution lies per source category and AST distance (about k gradient passes per "
-                   "snippet).")
+        st.caption(f"None of the chosen runs has corpus attribution: *Compute corpus attribution* above (or "
+                   f"`{ATTRIBUTE_CORPUS_COMMAND}`) computes gradient x input for {DEFAULT_K} target nodes per snippet "
+                   "(k), sampled by category, and stores where each prediction's attribution lies per source category "
+                   "and AST distance (about k gradient passes per snippet).")
         return
     name = st.selectbox("Attribution of", list(found), key="attr_run") if len(found) > 1 else next(iter(found))
     matrix = found[name]

@@ -11,9 +11,10 @@ an ``eval`` writing the same folder.
 Layout: ``attribution/settings.json`` (``format``, ``method`` "grad", ``k``, ``seed``, the model's ``name`` and
 ``dtype``) and one Parquet part per finished chunk of the run, named like its ``snippets`` part, rows of
 :data:`asc.why.corpus.ROW_COLUMNS` (:func:`asc.why.corpus.attribute_snippet`: per sampled target node, its
-attribution per source category and per AST distance). Each part is written atomically once all its snippets are
-done, so an interrupted command leaves whole parts; running it again does the parts still missing (and those of
-chunks the run gained since), with the same settings only: other ``--k``/``--seed``/model are refused, naming the
+attribution per source category and per AST distance). Each snippet's rows are written atomically as it finishes
+(``attribution/.pending-<part>/``), and the part once all its snippets are done, so an interrupted command (a stop
+request, Ctrl-C, a kill) loses at most the snippet it was on; running it again does the snippets and parts still
+missing (and those of chunks the run gained since), with the same settings only: other ``--k``/``--seed``/model are refused, naming the
 fix. Snippets are explained as the run scored them (its aggregate and alignment options) from the token scores it
 stored, without a model pass (a snippet whose stored tokens the tokenizer no longer gives is scored again), so the
 command costs the ``k`` gradient passes and little else (``benchmarks/bench_corpus_attribution.py``).
@@ -22,7 +23,8 @@ command costs the ``k`` gradient passes and little else (``benchmarks/bench_corp
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+import shutil
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,10 +44,11 @@ from asc.why.corpus import DEFAULT_K, ROW_COLUMNS, attribute_snippet
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ATTRIBUTE_CORPUS_COMMAND", "ATTRIBUTION_TABLE", "attribute_run", "attribution_settings", "has_attribution", "load_attribution",
+__all__ = ["ATTRIBUTE_CORPUS_COMMAND", "ATTRIBUTION_TABLE", "attribute_run", "attribution_job", "attribution_settings", "has_attribution", "load_attribution",
            "pending_parts", "run_settings"]
 
 ATTRIBUTION_TABLE = "attribution"
+_PENDING = ".pending-"  # attribution/.pending-<part>/<position>.parquet: the finished snippets of an unfinished part
 _SETTINGS = "settings.json"
 _FORMAT = 1
 ATTRIBUTE_CORPUS_COMMAND = "python -m asc attribute-corpus RUN"  # what makes the table
@@ -108,8 +111,8 @@ def attribute_run(path: str | Path, bundle: ModelBundle, *, k: int = DEFAULT_K, 
                   on_progress: Callable[[int, int], None] | None = None,
                   should_stop: Callable[[], bool] | None = None) -> Path:
     """Fill ``path``'s ``attribution/`` table (module doc) with ``bundle``, the run's own model. ``on_progress(done,
-    total)`` is called after every snippet (parts already done count as done); ``should_stop()`` is asked before
-    every part. Returns the folder."""
+    total)`` is called after every snippet (parts and snippets already done count as done); ``should_stop()`` is
+    asked before every snippet. Returns the folder."""
     import pandas as pd
 
     path = Path(path)
@@ -132,27 +135,62 @@ def attribute_run(path: str | Path, bundle: ModelBundle, *, k: int = DEFAULT_K, 
         total = sum(_n_rows(p) for p in parts)
         done = total - sum(_n_rows(path / "snippets" / name) for name in todo)
         for name in todo:
-            if should_stop is not None and should_stop():
-                break
-            frames = []
-            for snippet_id, ex in _explanations(bundle, path, name, settings, options):
-                frames.append(attribute_snippet(bundle, ex, snippet_id, k, seed))
+            pending = table / f"{_PENDING}{name.removesuffix('.parquet')}"
+            kept = _kept_snippets(pending)
+            done += len(kept)
+            if on_progress is not None and kept:
+                on_progress(done, total)
+            for position, snippet_id, ex in _explanations(bundle, path, name, settings, options, skip=kept):
+                if should_stop is not None and should_stop():
+                    return path  # the snippets done so far are kept in ``pending``: running again resumes there
+                rows = attribute_snippet(bundle, ex, snippet_id, k, seed)
+                _write_part(pending / f"{position:06d}.parquet", parquet_bytes(rows))
                 done += 1
                 if on_progress is not None:
                     on_progress(done, total)
+            frames = [pd.read_parquet(f) for f in sorted(pending.glob("*.parquet"))] if pending.is_dir() else []
             rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=ROW_COLUMNS)
-            _write_part(table / name, parquet_bytes(rows))
+            _write_part(table / name, parquet_bytes(rows.reindex(columns=ROW_COLUMNS)))
+            shutil.rmtree(pending, ignore_errors=True)
     return path
+
+
+def attribution_job(path: str | Path, *, k: int = DEFAULT_K, seed: int = 0
+                    ) -> Callable[[ModelBundle, Callable[[str, int, int], None], Callable[[], bool]], None]:
+    """A ``call(bundle, on_progress, should_stop)`` for :meth:`asc.jobs.JobQueue.submit_call` (the Global page's
+    button): :func:`attribute_run` on the run at ``path`` with its own model, reporting snippets done."""
+    def call(bundle: ModelBundle, on_progress: Callable[[str, int, int], None], should_stop: Callable[[], bool]) -> None:
+        attribute_run(path, bundle, k=k, seed=seed, should_stop=should_stop,
+                      on_progress=lambda done, total: on_progress("attributing snippets", done, total))
+
+    return call
+
+
+def _kept_snippets(pending: Path) -> list[int]:
+    """Positions (in their part) of the snippets an interrupted command finished, each in its own file of
+    ``pending`` (a file that cannot be read is dropped and done again)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    kept = []
+    for file in sorted(pending.glob("*.parquet")) if pending.is_dir() else []:
+        try:
+            pq.ParquetFile(file)
+            kept.append(int(file.stem))
+        except (OSError, ValueError, pa.ArrowException):  # a damaged file: its snippet is done again
+            file.unlink(missing_ok=True)
+    return kept
 
 
 def _write_part(file: Path, data: bytes) -> None:
     write_atomic(file, lambda tmp: tmp.write_bytes(data))
 
 
-def _explanations(bundle: ModelBundle, path: Path, name: str, settings: dict,
-                  options: AlignOptions) -> Iterator[tuple[str, Explanation]]:
-    """Each snippet of part ``name`` explained as the run scored it: from its ``tokens`` rows (no model pass) where
-    the tokenizer gives the tokens stored there, else scored again (in one batched pass)."""
+def _explanations(bundle: ModelBundle, path: Path, name: str, settings: dict, options: AlignOptions,
+                  skip: Collection[int] = ()) -> Iterator[tuple[int, str, Explanation]]:
+    """Each snippet of part ``name`` but those at the positions ``skip``, as (position, id, explanation), explained
+    as the run scored it: from its ``tokens`` rows (no model pass) where the tokenizer gives the tokens stored there,
+    else scored again (in one batched pass)."""
     import pandas as pd
 
     from asc.explain import explain_many, explain_scored
@@ -165,17 +203,20 @@ def _explanations(bundle: ModelBundle, path: Path, name: str, settings: dict,
     by_id = {str(i): rows.sort_values("index") for i, rows in tokens.groupby("snippet_id", sort=False)}
     aggregate = str(settings.get("aggregate") or "median")
     again = []
-    for row in snippets.itertuples(index=False):
+    for position, row in enumerate(snippets.itertuples(index=False)):
+        if position in skip:
+            continue
         scores = _stored_scores(bundle, str(row.source), by_id.get(str(row.id)), int(row.n_windows))
         if scores is None:
-            again.append(row)
+            again.append((position, row))
         else:
-            yield str(row.id), explain_scored(bundle.summary(), scores, str(row.language), aggregate, options)
-    for language in dict.fromkeys(str(r.language) for r in again):
-        rows = [r for r in again if str(r.language) == language]
-        explained = explain_many(bundle, [str(r.source) for r in rows], language, aggregate, options,
+            yield position, str(row.id), explain_scored(bundle.summary(), scores, str(row.language), aggregate, options)
+    for language in dict.fromkeys(str(r.language) for _, r in again):
+        rows = [(i, r) for i, r in again if str(r.language) == language]
+        explained = explain_many(bundle, [str(r.source) for _, r in rows], language, aggregate, options,
                                  max_window=settings.get("max_window"))
-        yield from zip([str(r.id) for r in rows], explained, strict=True)
+        for (position, row), ex in zip(rows, explained, strict=True):
+            yield position, str(row.id), ex
 
 
 _TOKEN_COLUMNS = ("snippet_id", "index", "start", "end", "special", "prob", "logprob", "entropy", "rank", "top_text",

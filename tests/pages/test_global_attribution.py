@@ -67,3 +67,33 @@ def test_the_page_names_the_command_when_no_run_has_attribution(monkeypatch, run
     assert any("None of the chosen runs has corpus attribution" in c.value and "attribute-corpus" in c.value
                for c in at.caption)
     assert not any("AST distance" in c["layout"].get("title", {}).get("text", "") for c in charts(at))
+
+
+def test_a_run_without_attribution_gets_it_from_the_button(monkeypatch, runs, tmp_path):
+    """The app's way to attribute-corpus: the button queues the run's attribution with its own model (a job of the
+    page's queue); once it is done, the page shows that run's matrix."""
+    import shutil
+
+    from asc.why.corpus_run import has_attribution
+    from ui import jobs
+
+    root = tmp_path / "runs"
+    shutil.copytree(runs / "plain", root / "plain")
+    monkeypatch.setenv("ASC_RUNS_DIR", str(root))
+    monkeypatch.setenv("ASC_MODEL", "tiny-random")
+    at = AppTest.from_file(GLOBAL_PAGE, default_timeout=120)
+    at.run()
+    assert not at.exception and not at.error
+    assert at.number_input(key="attr_compute_k").value == 8
+    at.number_input(key="attr_compute_k").set_value(2)
+    at.button(key="attr_compute_start").click().run()
+    assert not at.exception and not at.error
+    assert jobs.job_queue().wait(300)
+    job = [j for j in jobs.job_queue().jobs() if j.out == root / "plain"][-1]
+    assert job.status == "done", job.error
+    assert has_attribution(root / "plain")
+    at.run()
+    assert not any("None of the chosen runs has corpus attribution" in c.value for c in at.caption)
+    assert any(c["data"][0]["type"] == "heatmap" and "(k = 2 targets" in c["layout"]["title"]["text"]
+               for c in charts(at))
+    assert not [b for b in at.button if b.key == "attr_compute_start"]  # nothing left to compute

@@ -46,7 +46,8 @@ def test_live_job_panel_shows_its_kinds_jobs_with_the_pages_label(monkeypatch):
              Job(id=2, kind=JobKind.LAYERS, model="m2", corpus="probes", limit=None, out=Path("b"), owner="me"),
              Job(id=3, kind=JobKind.EVAL, model="secret", corpus="secret", limit=None, out=Path("c"), owner="you")]
     every[0].status, every[0].done, every[0].total, every[0].started = "running", 1, 4, time.time()
-    monkeypatch.setattr(jobs, "job_queue", lambda: type("Queue", (), {"jobs": lambda self: every})())
+    monkeypatch.setattr(jobs, "job_queue", lambda: type("Queue", (), {
+        "jobs": lambda self, kind=None: [j for j in every if kind is None or j.kind == kind]})())
     monkeypatch.setattr(jobs, "owner", lambda: "me")
     at = AppTest.from_function(_two_panels, default_timeout=60)
     at.run()

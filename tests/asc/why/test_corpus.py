@@ -135,6 +135,35 @@ def test_a_run_is_attributed_part_by_part_and_resumed(tiny, run, tmp_path):
         attribute_run(copy, tiny, k=4)
 
 
+def test_a_stopped_or_killed_command_keeps_its_finished_snippets(tiny, run, tmp_path):
+    """A stop between two snippets of a part keeps the first (a kill loses at most the snippet it was on); running
+    again attributes only the rest, and the table comes out as a run in one go made it."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    whole, _ = load_attribution(run)
+    shutil.rmtree(copy / "attribution")
+    asked = []
+
+    def stop_after_three() -> bool:
+        asked.append(1)
+        return len(asked) > 3  # asked before each snippet: three are done, the fourth (in the second part) is not
+
+    attribute_run(copy, tiny, k=3, should_stop=stop_after_three)
+    kept = sorted(p.name for p in (copy / "attribution").glob(".pending-*/*.parquet"))
+    assert kept == ["000000.parquet"]  # the second part's first snippet (the first part is whole)
+    assert len(pending_parts(copy)) == 2
+    seen = []
+    attribute_run(copy, tiny, k=3, on_progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(3, 5), (4, 5), (5, 5)]  # two done and one kept count as done; two snippets left
+    assert not list((copy / "attribution").glob(".pending-*"))
+    again, _ = load_attribution(copy)
+    key = ["snippet_id", "target", "kind", "source"]
+    pd.testing.assert_frame_equal(again.sort_values(key).reset_index(drop=True),
+                                  whole.sort_values(key).reset_index(drop=True))
+
+
 def test_a_folder_without_attribution_says_how_to_make_it(tmp_path, run):
     with pytest.raises(CorpusError, match="attribute-corpus"):
         load_attribution(tmp_path)
