@@ -12,7 +12,20 @@ import argparse
 import os
 import sys
 
-from asc.cli import Parser, add_common, non_negative_int, out_table, path_text, positive_int, run
+from asc.causal import MAX_SIMULATIONS
+from asc.cli import (
+    Parser,
+    add_common,
+    count,
+    non_negative_int,
+    number,
+    out_folder,
+    out_table,
+    path_text,
+    positive_int,
+    run,
+    seed_int,
+)
 from asc.commands import cmd_branch, cmd_causal, cmd_compare, cmd_eval, cmd_explain, cmd_models
 from asc.concepts import CONFIDENCE_LINE
 from asc.syntax import LANGUAGES
@@ -21,6 +34,20 @@ from asc.syntax import LANGUAGES
 def _refute_sample(text: str) -> int | None:
     """argparse type of ``--refute-sample``: a count, or ``all`` (None); asc.causal checks the minimum."""
     return None if text.strip().lower() == "all" else positive_int(text)
+
+
+def _gpu_share(text: str) -> float:
+    """argparse type of ``--gpus-per-worker``: what one Ray actor asks for, a fraction of one GPU (0 to 1) or a whole
+    number of GPUs (:func:`asc.corpus.engines.check_gpu_share`), refused before Ray starts."""
+    from asc.corpus.engines import check_gpu_share
+    from asc.errors import InputError
+
+    value = number(0)(text)
+    try:
+        check_gpu_share(value)
+    except InputError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--gpus-per-worker ")) from None
+    return value
 
 
 def _at_position(text: str) -> tuple[int, int]:
@@ -35,8 +62,12 @@ def _at_position(text: str) -> tuple[int, int]:
 
 
 def _bootstrap_option(p: argparse.ArgumentParser) -> None:
-    from asc.corpus.bootstrap import METHODS
+    """``--n-boot``, ``--seed`` and ``--bootstrap`` of the commands that summarize runs."""
+    from asc.corpus.bootstrap import MAX_N_BOOT, METHODS
 
+    p.add_argument("--n-boot", type=count(MAX_N_BOOT, "more resamples no longer move the interval"), default=500,
+                   help="bootstrap resamples for the summary")
+    p.add_argument("--seed", type=seed_int, default=0, help="bootstrap seed")
     p.add_argument("--bootstrap", default="snippet", choices=METHODS,
                    help="snippet: resample snippets (default; nodes of one snippet are not independent); node: "
                         "resample nodes, as the paper's Table I")
@@ -62,23 +93,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate a corpus, write Parquet results, print a Table-I-style summary")
     p.add_argument("--corpus", required=True, type=path_text,
                    help="humaneval | algorithms | stdlib | folder | .py/.java | .jsonl")
-    p.add_argument("--out", required=True, type=path_text, help="run folder (created; an existing one is resumed)")
+    p.add_argument("--out", required=True, type=out_folder, help="run folder (created; an existing one is resumed)")
     p.add_argument("--limit", type=positive_int, default=None, help="at most N snippets (at least 1; default: all)")
     p.add_argument("--min-lines", type=non_negative_int, default=None,
                    help="shortest function kept (default 5 for extracted)")
     p.add_argument("--max-lines", type=positive_int, default=None, help="longest function kept (default 60 for extracted)")
     p.add_argument("--batch-size", type=positive_int, default=8, help="snippets per batched scoring call")
-    p.add_argument("--n-boot", type=positive_int, default=500, help="bootstrap resamples for the summary")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed")
     _bootstrap_option(p)
-    p.add_argument("--threshold", type=float, default=CONFIDENCE_LINE, help="the 'acceptable confidence' line")
+    p.add_argument("--threshold", type=number(0, 1), default=CONFIDENCE_LINE, help="the 'acceptable confidence' line")
     p.add_argument("--layers", action="store_true", help="also AsC-Eval at every layer (logit lens; about 3-8x the "
                    "cost): adds the layers/ table and a category x layer summary")
     p.add_argument("--forks", action="store_true", help="also count fork points (tokens where the model hesitates): "
                    "per-token margin, per-node counts, the forks/ table and a fork-rate summary per category")
-    p.add_argument("--fork-margin", type=float, default=None, help="--forks: a top-2 margin below this is a fork (0.1)")
-    p.add_argument("--fork-entropy", type=float, default=None, help="--forks: an entropy above this (nats) is a fork "
-                   "(2.0)")
+    p.add_argument("--fork-margin", type=number(0, 1), default=None,
+                   help="--forks: a top-2 margin below this is a fork (0.1)")
+    p.add_argument("--fork-entropy", type=number(0), default=None,
+                   help="--forks: an entropy above this (nats) is a fork (2.0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--engine", default="local", choices=("local", "ray"),
                    help="local: this process; ray: a pool of Ray actors (see README, 'Running on a Ray cluster')")
@@ -86,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "or auto; it must answer within 20 s (default: $ASC_RAY_ADDRESS, else a new local Ray)")
     p.add_argument("--workers", type=positive_int, default=None,
                    help="--engine ray: model actors (default: one per GPU, or 2 without GPUs)")
-    p.add_argument("--gpus-per-worker", type=float, default=None,
+    p.add_argument("--gpus-per-worker", type=_gpu_share, default=None,
                    help="--engine ray: GPUs per actor (default: 1 when the cluster has GPUs, else 0)")
     add_common(p)
     p.set_defaults(func=cmd_eval)
@@ -94,8 +124,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", type=path_text, help="run folders")
     p.add_argument("--out", default=None, type=out_table,
                    help="write the long table (model, category, median, interval) as .csv/.json")
-    p.add_argument("--n-boot", type=positive_int, default=500, help="bootstrap resamples")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed")
     _bootstrap_option(p)
     p.set_defaults(func=cmd_compare)
 
@@ -104,8 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=out_table, help="output table (.csv or .json)")
     p.add_argument("--min-snippets", type=positive_int, default=30,
                    help="fewer snippets with a treatment: 'not enough data'")
-    p.add_argument("--simulations", type=positive_int, default=50, help="simulations per refuter")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the refuters and of their subsample")
+    p.add_argument("--simulations", type=count(MAX_SIMULATIONS, "a refuter's p-value resolves 1/simulations"),
+                   default=50, help="simulations per refuter")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the refuters and of their subsample")
     p.add_argument("--refute-sample", type=_refute_sample, default=5000, metavar="N|all",
                    help="refuters run on a seeded subsample of N snippets per concept when it has more (the "
                    "estimates always use all); 'all': every snippet (default 5000; README, AsC-Causal at scale)")
@@ -123,9 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     choice.add_argument("--choose", type=positive_int, metavar="K", help="force the model's K-th choice (1 = first)")
     choice.add_argument("--token", metavar="TEXT", help="force this text (all its tokens)")
     p.add_argument("--max-new", type=positive_int, default=64, help="new tokens of the trunk and of the branch")
-    p.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default); above 0: sampling")
-    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling threshold (with --temperature)")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="sampling seed")
+    p.add_argument("--temperature", type=number(0), default=0.0, help="0: greedy (default); above 0: sampling")
+    p.add_argument("--top-p", type=number(0, 1, above=True), default=1.0,
+                   help="nucleus sampling threshold (with --temperature)")
+    p.add_argument("--seed", type=seed_int, default=0, help="sampling seed")
     p.add_argument("--language", default="python", choices=LANGUAGES)
     p.add_argument("--json", action="store_true", help='{"fork", "trunk", "branch"}: trunk and branch in the '
                    "explain --json layout")

@@ -5,9 +5,12 @@ mistakes with a :class:`Parser`; unexpected failures exit 1 with one line (``--d
 a closed pipe exits 0. Tables are written atomically as CSV or JSON by their suffix.
 
 Arguments are checked when parsed, before anything is read or written, by the argparse types here (one place
-for each rule): counts are :func:`positive_int` (``--limit 0`` is refused), seeds and lower bounds
-:func:`non_negative_int`, ``--device`` a :func:`device_name`, paths :func:`path_text` (no NUL, not too long
-for the file system: :func:`asc.files.check_path_text`) and output tables :func:`out_table` (an existing,
+for each rule): counts are :func:`positive_int` (``--limit 0`` is refused; at most :data:`MAX_COUNT`), counts
+whose cost grows with them a :func:`count` capped by what they can use (``--n-boot``, ``--steps``), seeds
+:func:`seed_int` (at most :data:`MAX_SEED`), lower bounds :func:`non_negative_int`, real options a finite
+:func:`number` in their range (``nan`` and ``inf`` are refused), ``--device`` a :func:`device_name`, paths
+:func:`path_text` (no NUL, not too long for the file system: :func:`asc.files.check_path_text`), output folders
+:func:`out_folder` (not empty) and output tables :func:`out_table` (a ``.csv`` or ``.json`` file in an existing,
 writable folder). :func:`read_source` reads a regular file of bounded size (4 bytes a character of
 :data:`asc.explain.MAX_SOURCE_CHARS`) and says what anything else is (a folder, a named pipe, ``/dev/null``)
 without blocking on it.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 import time
@@ -33,11 +37,16 @@ from asc.files import check_out_file, check_path_text, shown
 if TYPE_CHECKING:
     from asc.models import ModelBundle
 
-__all__ = ["Parser", "add_common", "add_model_options", "device_name", "fmt", "load_bundle",
-           "non_negative_int", "out_table", "path_text", "positive_int", "read_source", "run", "stage_bar",
-           "write_table"]
+__all__ = ["MAX_COUNT", "MAX_SEED", "Parser", "TABLE_SUFFIXES", "add_common", "add_model_options", "count",
+           "device_name", "fmt", "load_bundle", "non_negative_int", "number", "out_folder", "out_table", "path_text",
+           "positive_int", "read_source", "run", "seed_int", "stage_bar", "write_table"]
 
 log = logging.getLogger("asc")
+
+MAX_COUNT = 2**31 - 1  # any count option: the largest size numpy and torch index with int32 (costly counts cap lower)
+MAX_SEED = 2**32 - 1  # numpy's RandomState (the causal refuters') takes no larger seed
+TABLE_SUFFIXES = (".csv", ".json")  # what write_table writes: JSON records for .json, CSV for .csv
+
 
 def read_source(path: str, max_bytes: int | None = None) -> str:
     """The UTF-8 text of a regular file of at most ``max_bytes`` (``-``: standard input), or an InputError naming
@@ -87,7 +96,7 @@ def write_table(table: Any, out: Path) -> Path:
     """Write a pandas table atomically: JSON records for ``.json``, CSV otherwise (InputError when it cannot be
     written, e.g. inside ``/proc``: ``--out`` elsewhere)."""
     try:
-        if out.suffix == ".json":
+        if out.suffix.lower() == ".json":
             return write_atomic(out, lambda tmp: tmp.write_text(table.to_json(orient="records", indent=1)))
         return write_atomic(out, lambda tmp: table.to_csv(tmp, index=False))
     except OSError as err:
@@ -103,24 +112,63 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def _whole(text: str, least: int) -> int:
+def _whole(text: str, least: int, most: int = MAX_COUNT, why: str = "") -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
     if value < least:
         raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
+    if value > most:
+        raise argparse.ArgumentTypeError(f"must be at most {most:,}{f' ({why})' if why else ''}, got {value:,}")
     return value
 
 
 def positive_int(text: str) -> int:
-    """argparse type of counts (``--limit``, ``--batch-size``, ``--n-boot``): a whole number of at least 1."""
+    """argparse type of counts (``--limit``, ``--batch-size``, ``--top``): a whole number from 1 to
+    :data:`MAX_COUNT` (a count that costs per unit is a :func:`count` with its own cap)."""
     return _whole(text, 1)
 
 
 def non_negative_int(text: str) -> int:
-    """argparse type of seeds and lower bounds (``--seed``, ``--min-lines``): a whole number of at least 0."""
+    """argparse type of lower bounds (``--min-lines``): a whole number from 0 to :data:`MAX_COUNT`."""
     return _whole(text, 0)
+
+
+def seed_int(text: str) -> int:
+    """argparse type of ``--seed``: a whole number from 0 to :data:`MAX_SEED`."""
+    return _whole(text, 0, MAX_SEED, "what numpy's seeds take")
+
+
+def count(most: int, why: str) -> Callable[[str], int]:
+    """argparse type of a count whose cost grows with it: a whole number from 1 to ``most``, what it can use
+    (``why`` says so in the refusal: one line, exit 2, before anything loads)."""
+    def parse(text: str) -> int:
+        return _whole(text, 1, most, why)
+
+    parse.__name__ = "count"
+    return parse
+
+
+def number(least: float, most: float = math.inf, *, above: bool = False, below: bool = False) -> Callable[[str], float]:
+    """argparse type of a real option: a finite number from ``least`` to ``most`` (``above``/``below``: excluding
+    that end); ``nan``, ``inf`` and numbers outside are refused, naming the range."""
+    span = (f"{'above' if above else 'at least'} {least:g}" + ("" if most == math.inf else
+            f" and {'below' if below else 'at most'} {most:g}"))
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number: give one {span}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number: give one {span}")
+        if value < least or value > most or (above and value == least) or (below and value == most):
+            raise argparse.ArgumentTypeError(f"must be {span}, got {value:g}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
 
 
 def _argument(check: Callable[[str], object], text: str) -> str:
@@ -146,9 +194,22 @@ def path_text(text: str) -> str:
     return _argument(check_path_text, text)
 
 
+def out_folder(text: str) -> str:
+    """argparse type of an output folder's ``--out``: a path (:func:`path_text`), not empty (which is the current
+    folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give the folder to write into, e.g. runs/NAME")
+    return path_text(text)
+
+
 def out_table(text: str) -> str:
-    """argparse type of an output table's ``--out``: a file in an existing folder this user may write."""
-    return _argument(check_out_file, text)
+    """argparse type of an output table's ``--out``: a ``.csv`` or ``.json`` file (:data:`TABLE_SUFFIXES`) in an
+    existing folder this user may write."""
+    _argument(check_out_file, text)
+    if Path(text).suffix.lower() not in TABLE_SUFFIXES:
+        raise argparse.ArgumentTypeError(f"{text[:80]!r}: tables are written as {' or '.join(TABLE_SUFFIXES)}: give a "
+                                         f"file name ending in one of them, e.g. table.csv")
+    return text
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:

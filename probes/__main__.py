@@ -16,15 +16,24 @@ from pathlib import Path
 from asc.cli import (
     Parser,
     add_model_options,
+    count,
     load_bundle,
-    non_negative_int,
+    number,
+    out_folder,
     path_text,
     positive_int,
     run,
+    seed_int,
     stage_bar,
 )
 from probes.features import PROBE_MAX_TOKENS
 from probes.gluecode.likelihood import DEFAULT_MAX_WINDOW
+
+# attention --max-k at most: heads rank a snippet's words, fewer than its tokens, so a k past the papers' token limit
+# hits every word; the scorer holds relations x 3 metrics x k x layers x heads counts (CodeSyntax reports k <= 20)
+MAX_TOP_K = PROBE_MAX_TOKENS
+# blanca --epochs at most: the paper fine-tuned for 10; each epoch is minutes on a CPU
+MAX_EPOCHS = 100
 
 
 def cmd_layers(args: argparse.Namespace) -> int:
@@ -203,13 +212,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", default="", help="comma-separated tasks: INSPECT's (KTX,IDN,...; 'all': the 15) "
                    "and glueCode's NPATH and NULL (NULL runs mypy: stdlib, algorithms or a folder of .py files)")
     p.add_argument("--task-file", action="append", type=path_text, help="an INSPECT TSV task file (split<TAB>label<TAB>text); repeatable")
-    p.add_argument("--out", required=True, type=path_text, help="run folder (results are resumed from it)")
+    p.add_argument("--out", required=True, type=out_folder, help="run folder (results are resumed from it)")
     p.add_argument("--corpus", type=path_text, default="stdlib", help="corpus the tasks are built from (default stdlib)")
     p.add_argument("--size", type=positive_int, default=1000, help="samples per task (1000 default, 10000 on request)")
     p.add_argument("--pooling", default="auto", choices=["auto", "last", "mean", "first"],
                    help="summary vector: auto = last token for decoders, first/CLS for encoders")
     p.add_argument("--max-tokens", type=positive_int, default=PROBE_MAX_TOKENS, help="longer samples are truncated")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="task sampling, splits and control labels")
+    p.add_argument("--seed", type=seed_int, default=0, help="task sampling, splits and control labels")
     p.add_argument("--baseline", default="minilm-l6", help="model name for the normalized table (Table III)")
     add_model_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -217,13 +226,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("attention", help="CodeSyntax: attention heads scored against syntactic relations")
     p.add_argument("--model", action="append", required=True, help="embedded name, folder, .gguf or hub id; repeatable")
     p.add_argument("--corpus", type=path_text, default="humaneval", help="humaneval, algorithms, stdlib, a folder, file or .jsonl")
-    p.add_argument("--out", required=True, type=path_text, help="output folder (one sub-folder per model)")
+    p.add_argument("--out", required=True, type=out_folder, help="output folder (one sub-folder per model)")
     p.add_argument("--limit", type=positive_int, default=200, help="functions taken from the corpus (default 200)")
     p.add_argument("--max-lines", type=positive_int, default=40, help="longest function kept (attention memory grows as n^2)")
     p.add_argument("--max-tokens", type=positive_int, default=PROBE_MAX_TOKENS, help="longer snippets are skipped, never truncated")
-    p.add_argument("--max-k", type=positive_int, default=20, help="top-k scored for k = 1..max-k")
-    p.add_argument("--val-fraction", type=float, default=0.5, help="snippets used to choose the best head")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="val/test split seed")
+    p.add_argument("--max-k", type=count(MAX_TOP_K, "a larger k hits every word of a snippet"), default=20,
+                   help=f"top-k scored for k = 1..max-k (at most {MAX_TOP_K})")
+    p.add_argument("--val-fraction", type=number(0, 1, above=True, below=True), default=0.5,
+                   help="share of the snippets used to choose the best head (above 0, below 1; the rest report it)")
+    p.add_argument("--seed", type=seed_int, default=0, help="val/test split seed")
     add_model_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_attention)
@@ -235,8 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", type=path_text, default="stdlib", help="stdlib, algorithms, humaneval, a folder or .jsonl")
     p.add_argument("--context", default="function,file,callgraph", help="context levels, comma-separated")
     p.add_argument("--size", type=positive_int, default=1000, help="items per task (dev and test together)")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="item sampling and bootstrap seed")
-    p.add_argument("--out", required=True, type=path_text, help="run folder (tasks and predictions are resumed from it)")
+    p.add_argument("--seed", type=seed_int, default=0, help="item sampling and bootstrap seed")
+    p.add_argument("--out", required=True, type=out_folder,
+                   help="run folder (tasks and predictions are resumed from it)")
     p.add_argument("--max-window", type=positive_int, default=DEFAULT_MAX_WINDOW,
                    help=f"tokens of context at most (default {DEFAULT_MAX_WINDOW}, or the model's own if smaller); "
                    "longer contexts are cut from the far end")
@@ -259,12 +271,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fine-tune --finetune-base on these tasks' train split (R, or all, or e.g. H,U), then score "
                    "it; repeatable")
     p.add_argument("--finetune-base", default="minilm-l6", help="sentence-transformers folder or minilm-l6 (default)")
-    p.add_argument("--epochs", type=positive_int, default=1, help="fine-tuning epochs (default 1)")
+    p.add_argument("--epochs", type=count(MAX_EPOCHS, "the paper fine-tuned for 10"), default=1,
+                   help=f"fine-tuning epochs (default 1, at most {MAX_EPOCHS})")
     p.add_argument("--max-pairs", type=positive_int, default=1000, help="training pairs drawn per task (default 1000)")
     p.add_argument("--split", default="test", choices=["test", "all"],
                    help="items the table reports (all: more items, pretrained models only)")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="item sampling, training and bootstrap seed")
-    p.add_argument("--out", required=True, type=path_text, help="run folder (tasks, scores and fine-tuned models are resumed from it)")
+    p.add_argument("--seed", type=seed_int, default=0, help="item sampling, training and bootstrap seed")
+    p.add_argument("--out", required=True, type=out_folder,
+                   help="run folder (tasks, scores and fine-tuned models are resumed from it)")
     add_model_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_blanca)

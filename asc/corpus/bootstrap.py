@@ -52,13 +52,16 @@ import numpy as np
 
 from asc.errors import InputError
 
-__all__ = ["METHODS", "N_BINS", "POISSON_FROM", "RESOLUTION", "WEIGHT_KINDS", "BootstrapResult", "bin_of",
+__all__ = ["MAX_N_BOOT", "METHODS", "N_BINS", "POISSON_FROM", "RESOLUTION", "WEIGHT_KINDS", "BootstrapResult", "bin_of",
            "cluster_bootstrap", "histograms", "node_bootstrap", "snippet_weights", "weight_kind"]
 
 RESOLUTION = 1e-4
 N_BINS = 10_001
 METHODS = ("snippet", "node")
 WEIGHT_KINDS = ("auto", "multinomial", "poisson")
+# resamples a command takes at most: the draws hold n_boot x categories medians (8 MB at 100,000 x 10) and a 95%
+# interval's ends move by less than its resolution (1e-4) past a few thousand; the paper's 500 is the default
+MAX_N_BOOT = 100_000
 POISSON_FROM = 10_000  # snippets from which the snippet bootstrap draws Poisson weights (module docstring)
 _BLOCK_CELLS = 4_000_000  # resamples per block x snippets: bounds the weight matrix (16 MB of float32)
 _EXACT_F32 = 2**24  # float32 holds every integer below it

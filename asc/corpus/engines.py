@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import socket
 import time
@@ -55,13 +56,13 @@ from asc.corpus.runs import (
     write_chunk,
 )
 from asc.corpus.sources import Snippet
-from asc.errors import AscError, CorpusError
+from asc.errors import AscError, CorpusError, InputError
 from asc.extras import require
 from asc.lens import lens_scores
 from asc.paths import ray_uses_tls
 
-__all__ = ["CONNECT_TIMEOUT_S", "ChunkScorer", "check_shared_address", "probe_address", "resolve_address",
-           "run_corpus_ray"]
+__all__ = ["CONNECT_TIMEOUT_S", "ChunkScorer", "check_gpu_share", "check_shared_address", "probe_address",
+           "resolve_address", "run_corpus_ray"]
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +207,16 @@ def _start_ray(address: str, progress: bool) -> bool:
     return True
 
 
+def check_gpu_share(gpus: float | None) -> None:
+    """An :class:`InputError` unless ``gpus`` (GPUs one actor asks for; None: the default) is what Ray takes: a
+    finite fraction of one GPU from 0 to 1, or a whole number of GPUs."""
+    if gpus is None:
+        return
+    if not math.isfinite(gpus) or gpus < 0 or (gpus > 1 and not float(gpus).is_integer()):
+        raise InputError(f"--gpus-per-worker {gpus:g}: Ray takes a fraction of one GPU from 0 to 1 or a whole number "
+                         "of GPUs: give e.g. 0.5, 1 or 2")
+
+
 def run_corpus_ray(model_spec: str, snippets: Sequence[Snippet], out: str | Path, *, workers: int | None = None,
                    address: str | None = None, gpus_per_worker: float | None = None, trust_remote_code: bool = False,
                    device: str = "cpu", dtype: str = "float32", corpus: str = "", aggregate: str = "median",
@@ -225,6 +236,7 @@ def run_corpus_ray(model_spec: str, snippets: Sequence[Snippet], out: str | Path
     so the driver loads no model.
     """
     require("ray", extra="ray", feature="--engine ray (corpus runs on a Ray cluster)")
+    check_gpu_share(gpus_per_worker)  # a negative count made Ray's start-up time out
     options = options or AlignOptions()
     target = resolve_address(address)
     probe_address(target)  # before the run folder is touched: an address that does not answer fails in seconds
@@ -266,6 +278,9 @@ def _score(ray: Any, first_part: int, chunks: list[list[Snippet]], folder: Path,
         workers = int(gpus) if gpus >= 1 else 2
     if gpus_per_worker is None:
         gpus_per_worker = 1.0 if gpus >= 1 else 0.0
+    if gpus_per_worker > gpus:  # Ray would wait for them forever
+        raise InputError(f"--gpus-per-worker {gpus_per_worker:g}: the Ray cluster has {gpus:g} GPUs: give at most "
+                         "that (0 on a cluster without GPUs), or leave it out")
     workers = max(1, min(workers, len(chunks)))
     threads = max(1, int(cpus // workers))
     items = [{"part": first_part + i, "chunk": json.dumps([asdict(s) for s in chunk])} for i, chunk in enumerate(chunks)]

@@ -73,7 +73,7 @@ ATTRIBUTION_METHODS = ("grad", "ig", "occlusion")
 DEFAULT_STEPS = 16
 AUTO_STEPS = "auto"  # ``steps``: double the points until the completeness gap is within AUTO_TOLERANCE
 AUTO_TOLERANCE = 0.01
-AUTO_MAX_STEPS = 256
+AUTO_MAX_STEPS = 256  # the most points: auto stops here; the CLI and the inspector take no more (memory grows)
 _PATH_TOKENS = 4096  # tokens per batched forward + backward of integrated gradients (rows x prompt length)
 
 
@@ -214,9 +214,11 @@ def attribute(bundle: ModelBundle, source: str, target: Target | int, method: st
         raise InputError(f"method {method!r} is not one of {', '.join(ATTRIBUTION_METHODS)}")
     if baseline not in BASELINES:
         raise InputError(f"baseline {baseline!r} is not one of {', '.join(BASELINES)}")
-    if steps != AUTO_STEPS and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 1):
-        raise InputError(f"steps={steps!r}: give a whole number of path points, at least 1 (default {DEFAULT_STEPS}), "
-                         f"or {AUTO_STEPS!r} (more points until the gap is within {AUTO_TOLERANCE:.0%})")
+    if steps != AUTO_STEPS and (not isinstance(steps, int) or isinstance(steps, bool)
+                                or not 1 <= steps <= AUTO_MAX_STEPS):
+        raise InputError(f"steps={steps!r}: give a whole number of path points from 1 to {AUTO_MAX_STEPS} (default "
+                         f"{DEFAULT_STEPS}), or {AUTO_STEPS!r} (more points until the gap is within "
+                         f"{AUTO_TOLERANCE:.0%})")
     ex = explanation if explanation is not None else explain(bundle, source, language)
     if ex.source != source:
         raise InputError("the explanation given is not the snippet's: give explain(bundle, source), or none")

@@ -16,7 +16,7 @@ import json
 import sys
 from typing import Any
 
-from asc.cli import add_common, fmt, load_bundle, positive_int, read_source
+from asc.cli import add_common, count, fmt, load_bundle, positive_int, read_source
 from asc.syntax import LANGUAGES
 
 __all__ = ["add_parser", "cmd_attribute"]
@@ -37,9 +37,10 @@ def add_parser(sub: Any, at_position: Any) -> None:
     p.add_argument("--contrast", default=None, metavar="TEXT",
                    help="explain log p(token) - log p(TEXT), TEXT one token (e.g. one of the model's top choices)")
     p.add_argument("--steps", type=_steps, default=DEFAULT_STEPS,
-                   help=f"--method ig: points on the path (Gauss-Legendre; default {DEFAULT_STEPS}), or {AUTO_STEPS}: "
-                        f"{DEFAULT_STEPS}, then twice as many until the completeness gap is within {AUTO_TOLERANCE:.0%} (at most "
-                        f"{AUTO_MAX_STEPS})")
+                   help=(f"--method ig: points on the path (Gauss-Legendre; default {DEFAULT_STEPS}, at most "
+                         f"{AUTO_MAX_STEPS}), or {AUTO_STEPS}: {DEFAULT_STEPS}, then twice as many until the "
+                         f"completeness gap is within {AUTO_TOLERANCE:.0%} (at most {AUTO_MAX_STEPS})"
+                         ).replace("%", "%%"))  # argparse %-formats help: a lone % crashed --help
     p.add_argument("--baseline", default=BASELINES[0], choices=BASELINES,
                    help="ig and occlusion: the pad (else end-of-sequence) token's embedding (default) or zeros")
     p.add_argument("--hold-sink", action=argparse.BooleanOptionalAction, default=True,
@@ -53,13 +54,14 @@ def add_parser(sub: Any, at_position: Any) -> None:
 
 
 def _steps(text: str) -> int | str:
-    """argparse type of ``--steps``: a whole number of at least 1, or ``auto``."""
-    from asc.why.attribute import AUTO_STEPS
+    """argparse type of ``--steps``: a whole number from 1 to :data:`~asc.why.attribute.AUTO_MAX_STEPS` (the
+    inspector's cap: the path's activations grow with it), or ``auto``."""
+    from asc.why.attribute import AUTO_MAX_STEPS, AUTO_STEPS
 
     if text == AUTO_STEPS:
         return AUTO_STEPS
     try:
-        return positive_int(text)
+        return count(AUTO_MAX_STEPS, "the path's activations grow with the steps")(text)
     except argparse.ArgumentTypeError as err:
         raise argparse.ArgumentTypeError(f"{err}; or give {AUTO_STEPS}") from None
 

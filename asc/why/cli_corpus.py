@@ -16,12 +16,13 @@ from typing import Any
 
 from asc.cli import (
     add_model_options,
+    count,
     fmt,
     load_bundle,
-    non_negative_int,
     out_table,
     path_text,
     positive_int,
+    seed_int,
     stage_bar,
 )
 
@@ -30,16 +31,19 @@ __all__ = ["add_parser", "cmd_attribute_corpus", "matrix_table"]
 
 def add_parser(sub: Any) -> None:
     """Add ``attribute-corpus`` to ``python -m asc``'s subcommands."""
-    from asc.why.corpus import DEFAULT_K
+    from asc.corpus.bootstrap import MAX_N_BOOT
+    from asc.why.corpus import DEFAULT_K, MAX_K
 
     p = sub.add_parser("attribute-corpus", help="gradient x input for k target nodes per snippet of a run folder, "
                        "stored per source category and AST distance; prints the target x source category matrix")
     p.add_argument("run", type=path_text, help="a run folder written by eval")
-    p.add_argument("--k", type=positive_int, default=DEFAULT_K,
-                   help=f"target nodes per snippet, stratified by category (default {DEFAULT_K})")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the targets' sample (default 0)")
+    p.add_argument("--k", type=count(MAX_K, "each target costs a gradient pass; a long function has fewer "
+                                        "candidates"), default=DEFAULT_K,
+                   help=f"target nodes per snippet, stratified by category (default {DEFAULT_K}, at most {MAX_K})")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the targets' sample (default 0)")
     p.add_argument("--model", default=None, help="the run's model (default: the one meta.json names)")
-    p.add_argument("--n-boot", type=positive_int, default=500, help="bootstrap resamples of the matrix (default 500)")
+    p.add_argument("--n-boot", type=count(MAX_N_BOOT, "more resamples no longer move the interval"), default=500,
+                   help="bootstrap resamples of the matrix (default 500)")
     p.add_argument("--top", type=positive_int, default=3, help="source categories printed per target (default 3)")
     p.add_argument("--out", default=None, type=out_table,
                    help="write the matrix and the distance shares as a long table (.csv or .json)")

@@ -85,6 +85,18 @@ def cmd_intervene(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spec(text: str) -> str:
+    """argparse type of ``--corrupt``: a spec :func:`asc.why.corrupt.parse_spec` takes (its grammar checked before
+    the file is read: an unknown kind, an empty or an extra field is one line, exit 2)."""
+    from asc.why.corrupt import parse_spec
+
+    try:
+        parse_spec(text)
+    except InputError as err:
+        raise argparse.ArgumentTypeError(str(err).replace(f"--corrupt {text!r}", repr(text), 1)) from None
+    return text
+
+
 def add_intervene(sub: Any, at_position: Any, languages: tuple[str, ...], add_common: Any) -> None:
     """The ``intervene`` subcommand's parser (called by :mod:`asc.__main__`)."""
     from asc.cli import positive_int
@@ -92,8 +104,9 @@ def add_intervene(sub: Any, at_position: Any, languages: tuple[str, ...], add_co
     p = sub.add_parser("intervene", help="a corruption that keeps the code valid: its effect on one token, and "
                        "(--patch) activation patching layer x node")
     p.add_argument("file", help="source file, or - for standard input")
-    p.add_argument("--corrupt", required=True, metavar="SPEC",
-                   help="rename:NAME | operator:LINE:COL | literal:LINE:COL | docstring | comment")
+    p.add_argument("--corrupt", required=True, metavar="SPEC", type=_spec,
+                   help="rename:NAME[:NEW] | operator:LINE:COL[:NEW] | literal:LINE:COL[:NEW] | docstring[:LINE] | "
+                        "comment[:LINE]")
     p.add_argument("--patch", action="store_true", help="activation patching: every layer x the changed nodes")
     p.add_argument("--spans", default="changed", choices=("changed", "after"),
                    help="--patch columns: the changed nodes (default), or also every named leaf up to the target")

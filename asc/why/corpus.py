@@ -47,10 +47,13 @@ from asc.why.targets import node_target
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["DEFAULT_K", "ROW_COLUMNS", "attribute_snippet", "candidate_targets", "node_distances", "sample_targets",
-           "snippet_rng", "target_rows", "token_nodes"]
+__all__ = ["DEFAULT_K", "MAX_K", "ROW_COLUMNS", "attribute_snippet", "candidate_targets", "node_distances",
+           "sample_targets", "snippet_rng", "target_rows", "token_nodes"]
 
 DEFAULT_K = 8
+# target nodes per snippet at most (a gradient pass each): twice the candidates of the richest 60-line function
+# (eval's default longest) of 400 stdlib ones, 244; above a snippet's candidates k takes them all anyway
+MAX_K = 512
 ROW_COLUMNS = ["snippet_id", "target", "target_type", "target_category", "target_value", "abs_total", "kind", "source",
                "attribution", "share"]
 

@@ -136,30 +136,52 @@ class CorruptionSpec:
 
 
 def _int(text: str, what: str, spec: str) -> int:
-    if not text.strip().isdigit() or int(text) < 1:
+    if not text.strip().isdecimal() or int(text) < 1:
+        kind = spec.split(":")[0]
         raise InputError(f"{what} {text!r} in --corrupt {spec!r} is not a number from 1 up: write e.g. "
-                         f"{spec.split(':')[0]}:3:9")
+                         + (f"{kind}:3" if kind in {"docstring", "comment"} else f"{kind}:3:9"))
     return int(text)
+
+
+def _fields(text: str, kind: str, most: int, form: str) -> list[str]:
+    """The ``:``-separated fields of spec ``text`` after its ``kind`` (none: ``[]``); an :class:`InputError` naming
+    ``form`` for more than ``most`` of them or an empty one."""
+    _, sep, rest = text.strip().partition(":")
+    fields = rest.split(":") if sep else []
+    if len(fields) > most:
+        extra = len(fields) - most
+        raise InputError(f"--corrupt {text!r} has {extra} extra field{'s' if extra > 1 else ''}: {kind} takes {form}")
+    if any(not f.strip() for f in fields):
+        raise InputError(f"--corrupt {text!r} has an empty field: write {form}")
+    return fields
 
 
 def parse_spec(text: str) -> CorruptionSpec:
     """``rename:NAME[:NEW]``, ``operator:LINE:COL[:NEW]``, ``literal:LINE:COL[:NEW]``, ``docstring[:LINE]`` or
-    ``comment[:LINE]`` (module doc) as a :class:`CorruptionSpec`; an :class:`InputError` naming the forms else."""
+    ``comment[:LINE]`` (module doc) as a :class:`CorruptionSpec`; an :class:`InputError` naming the forms else: an
+    unknown kind, an empty field (``rename:x:``) or one too many (``rename:x:y:z``; a literal's NEW may hold ``:``,
+    a string's text)."""
     kind, _, rest = text.strip().partition(":")
     if kind not in KINDS:
         raise InputError(f"unknown corruption {text!r}: write one of {_SPELLING}")
     if kind == "rename":
-        name, _, new = rest.partition(":")
-        if not name:
+        if not rest.partition(":")[0].strip():
             raise InputError(f"--corrupt {text!r} names no identifier: write rename:NAME (e.g. rename:count)")
-        return CorruptionSpec(kind, name=name, new=new or None)
+        fields = _fields(text, kind, 2, "rename:NAME or rename:NAME:NEW (e.g. rename:count)")
+        return CorruptionSpec(kind, name=fields[0], new=fields[1] if len(fields) == 2 else None)
     if kind in {"operator", "literal"}:
-        parts = rest.split(":", 2)
-        if len(parts) < 2:
+        head = rest.split(":", 2)
+        if len(head) < 2:
             raise InputError(f"--corrupt {text!r} needs a position: write {kind}:LINE:COL (1-based, e.g. {kind}:3:9)")
-        return CorruptionSpec(kind, line=_int(parts[0], "line", text), col=_int(parts[1], "column", text),
-                              new=parts[2] if len(parts) == 3 and parts[2] else None)
-    return CorruptionSpec(kind, line=_int(rest, "line", text) if rest else None)
+        if kind == "operator":  # no operator holds a ':'; a string literal may
+            _fields(text, kind, 3, "operator:LINE:COL or operator:LINE:COL:NEW (e.g. operator:3:9:-)")
+        if len(head) == 3 and not head[2]:
+            raise InputError(f"--corrupt {text!r} has an empty NEW: write {kind}:{head[0]}:{head[1]} for another "
+                             "value of its class, or give NEW")
+        return CorruptionSpec(kind, line=_int(head[0], "line", text), col=_int(head[1], "column", text),
+                              new=head[2] if len(head) == 3 else None)
+    fields = _fields(text, kind, 1, f"{kind} or {kind}:LINE (e.g. {kind}:3)")
+    return CorruptionSpec(kind, line=_int(fields[0], "line", text) if fields else None)
 
 
 def apply_edits(source: str, edits: Sequence[Edit]) -> str:

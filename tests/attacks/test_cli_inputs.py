@@ -3,17 +3,28 @@ input exits 2 with exactly one line on stderr and no traceback, and a refused ru
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from asc.__main__ import build_parser as asc_parser
+from asc.__main__ import main as asc_main
+from asc.causal import MAX_SIMULATIONS
+from asc.corpus.bootstrap import MAX_N_BOOT
 from asc.corpus.runs import run_corpus
+from asc.why.attribute import AUTO_MAX_STEPS
+from asc.why.corpus import MAX_K
+from probes.__main__ import MAX_EPOCHS, MAX_TOP_K
+from probes.__main__ import build_parser as probes_parser
+from probes.__main__ import main as probes_main
 from tests.helpers import run_module
 
 pytestmark = pytest.mark.slow  # subprocesses: a second or more each (make test runs them)
@@ -248,3 +259,144 @@ def test_a_file_over_the_limit_inside_a_corpus_folder_is_skipped_unread(tmp_path
         snippets = load_corpus(str(tmp_path))
     assert [s.origin for s in snippets] == ["a.py"]
     assert "b.py" in caplog.text and "over the 8 MB a file may have" in caplog.text
+
+
+# ------------------------------------------------------------------ issue 43, section 3: loose ends of the CLI
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """``(prog, parser)`` of ``parser`` and of every subcommand under it, nested ones too, from the parser
+    objects."""
+    yield parser.prog, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):  # an alias maps to the same parser
+                yield from _subcommands(sub)
+
+
+PARSERS = dict(kv for build in (asc_parser, probes_parser) for kv in _subcommands(build()))
+
+
+@pytest.mark.parametrize("prog", list(PARSERS))
+def test_every_help_formats(prog):
+    """argparse %-formats help strings: a lone % in one (``within 1% (at most``) crashed ``--help``."""
+    text = PARSERS[prog].format_help()
+    assert text.startswith("usage: ") and len(text.splitlines()) > 2, text
+
+
+def test_the_help_walk_reaches_every_command():
+    assert {"python -m asc attribute", "python -m asc attribute-corpus", "python -m asc intervene",
+            "python -m probes blanca"} <= set(PARSERS)
+    assert len(PARSERS) == 2 + 9 + 4  # the two programs, asc's 9 commands, probes' 4
+
+
+def test_attribute_help_exits_0():
+    out = asc("attribute", "--help")
+    assert out.returncode == 0, out.stderr.decode()
+    assert "--steps" in out.stdout.decode() and "within 1%" in out.stdout.decode()
+
+
+def main_refusals(tmp_path: Path) -> dict[str, tuple[str, list[str], str]]:
+    """(program, argv, what stderr says) of the inputs that crashed, hung or were taken silently: each is refused
+    when parsed, before a file is read, a model loads or Ray starts (the run folders named do not exist)."""
+    code = tmp_path / "m.py"
+    code.write_text(CODE.format(i=1))
+    run, model = str(tmp_path / "run"), ["--model", "tiny-random"]
+    ev = ["eval", "--corpus", "humaneval", *model, "--quiet"]
+    out = ["--out", str(tmp_path / "out")]
+    boot_cap = f"must be at most {MAX_N_BOOT:,}"
+    return {
+        "attribute --steps 1000000": ("asc", ["attribute", str(code), "--at", "3:9", "--method", "ig", "--steps",
+                                              "1000000", *model], f"--steps: must be at most {AUTO_MAX_STEPS}"),
+        "compare --n-boot 1e9": ("asc", ["compare", run, "--n-boot", "1000000000"], f"--n-boot: {boot_cap}"),
+        "eval --n-boot 1e9": ("asc", [*ev, *out, "--n-boot", "1000000000"], f"--n-boot: {boot_cap}"),
+        "attribute-corpus --k 1e9": ("asc", ["attribute-corpus", run, "--k", "1000000000"],
+                                     f"--k: must be at most {MAX_K}"),
+        "attribute-corpus --n-boot 1e9": ("asc", ["attribute-corpus", run, "--n-boot", "1000000000"],
+                                          f"--n-boot: {boot_cap}"),
+        "causal --simulations 1e9": ("asc", ["causal", run, "--out", str(tmp_path / "c.csv"), "--simulations",
+                                             "1000000000"], f"--simulations: must be at most {MAX_SIMULATIONS:,}"),
+        "causal --seed 2**32": ("asc", ["causal", run, "--out", str(tmp_path / "c.csv"), "--seed", str(2**32)],
+                                "--seed: must be at most 4,294,967,295"),
+        "explain --max-window 1e30": ("asc", ["explain", str(code), "--max-window", "1" + "0" * 30, *model],
+                                      "--max-window: must be at most 2,147,483,647"),
+        "eval --out ''": ("asc", [*ev, "--out", ""], "--out: is empty"),
+        "eval --out blank": ("asc", [*ev, "--out", "  "], "--out: is empty"),
+        "eval --threshold nan": ("asc", [*ev, *out, "--threshold", "nan"], "--threshold: 'nan' is not a finite number"),
+        "eval --threshold 2": ("asc", [*ev, *out, "--threshold", "2"], "--threshold: must be at least 0 and at most 1"),
+        "eval --fork-entropy inf": ("asc", [*ev, *out, "--forks", "--fork-entropy", "inf"],
+                                    "--fork-entropy: 'inf' is not a finite number"),
+        "eval --fork-margin nan": ("asc", [*ev, *out, "--forks", "--fork-margin", "nan"], "--fork-margin: 'nan'"),
+        "eval --gpus-per-worker -1": ("asc", [*ev, *out, "--engine", "ray", "--gpus-per-worker", "-1"],
+                                      "--gpus-per-worker: must be at least 0"),
+        "eval --gpus-per-worker nan": ("asc", [*ev, *out, "--engine", "ray", "--gpus-per-worker", "nan"],
+                                       "--gpus-per-worker: 'nan' is not a finite number"),
+        "eval --gpus-per-worker 1.5": ("asc", [*ev, *out, "--engine", "ray", "--gpus-per-worker", "1.5"],
+                                       "a fraction of one GPU from 0 to 1 or a whole number of GPUs"),
+        "compare --out x.txt": ("asc", ["compare", run, "--out", str(tmp_path / "x.txt")],
+                                "tables are written as .csv or .json"),
+        "causal --out x.xlsx": ("asc", ["causal", run, "--out", str(tmp_path / "x.xlsx")],
+                                "tables are written as .csv or .json"),
+        "attribute-corpus --out x.parquet": ("asc", ["attribute-corpus", run, "--out", str(tmp_path / "x.parquet")],
+                                             "tables are written as .csv or .json"),
+        "intervene rename, an extra field": ("asc", ["intervene", str(code), "--corrupt", "rename:x:y:z", *model],
+                                             "'rename:x:y:z' has 1 extra field: rename takes rename:NAME or"),
+        "intervene operator, an extra field": ("asc", ["intervene", str(code), "--corrupt", "operator:3:18:-:x",
+                                                       *model], "has 1 extra field: operator takes"),
+        "intervene docstring, an extra field": ("asc", ["intervene", str(code), "--corrupt", "docstring:2:3", *model],
+                                                "has 1 extra field: docstring takes docstring or docstring:LINE"),
+        "intervene rename, an empty NEW": ("asc", ["intervene", str(code), "--corrupt", "rename:x:", *model],
+                                           "has an empty field"),
+        "branch --temperature inf": ("asc", ["branch", str(code), "--at", "3:9", "--choose", "1", "--temperature",
+                                             "inf", *model], "--temperature: 'inf' is not a finite number"),
+        "branch --top-p nan": ("asc", ["branch", str(code), "--at", "3:9", "--choose", "1", "--top-p", "nan", *model],
+                               "--top-p: 'nan' is not a finite number"),
+        "probes attention --max-k 1e9": ("probes", ["attention", *model, *out, "--max-k", "1000000000"],
+                                         f"--max-k: must be at most {MAX_TOP_K}"),
+        "probes attention --val-fraction nan": ("probes", ["attention", *model, *out, "--val-fraction", "nan"],
+                                                "--val-fraction: 'nan' is not a finite number"),
+        "probes attention --val-fraction 1": ("probes", ["attention", *model, *out, "--val-fraction", "1"],
+                                              "--val-fraction: must be above 0 and below 1"),
+        "probes blanca --epochs 1e9": ("probes", ["blanca", *model, *out, "--finetune", "R", "--epochs", "1000000000"],
+                                       f"--epochs: must be at most {MAX_EPOCHS}"),
+        "probes layers --out ''": ("probes", ["layers", *model, "--out", ""], "--out: is empty"),
+        "probes gluecode --seed 2**32": ("probes", ["gluecode", *out, "--seed", str(2**32)],
+                                         "--seed: must be at most 4,294,967,295"),
+    }
+
+
+CASES_43 = ["attribute --steps 1000000", "compare --n-boot 1e9", "eval --n-boot 1e9", "attribute-corpus --k 1e9",
+            "attribute-corpus --n-boot 1e9", "causal --simulations 1e9", "causal --seed 2**32",
+            "explain --max-window 1e30", "eval --out ''", "eval --out blank", "eval --threshold nan",
+            "eval --threshold 2", "eval --fork-entropy inf", "eval --fork-margin nan", "eval --gpus-per-worker -1",
+            "eval --gpus-per-worker nan", "eval --gpus-per-worker 1.5", "compare --out x.txt", "causal --out x.xlsx",
+            "attribute-corpus --out x.parquet", "intervene rename, an extra field",
+            "intervene operator, an extra field", "intervene docstring, an extra field",
+            "intervene rename, an empty NEW", "branch --temperature inf", "branch --top-p nan",
+            "probes attention --max-k 1e9", "probes attention --val-fraction nan",
+            "probes attention --val-fraction 1", "probes blanca --epochs 1e9", "probes layers --out ''",
+            "probes gluecode --seed 2**32"]
+
+
+@pytest.mark.parametrize("case", CASES_43)
+def test_cli_loose_ends_are_refused_in_one_line_and_write_nothing(tmp_path, monkeypatch, capsys, case):
+    """Each used to crash (MemoryError, exit 1), hang (a billion resamples or targets), wait on Ray's start-up or
+    run into the current folder (``--out ''``); now: exit 2, one line naming the fix, nothing written (the
+    current folder is ``tmp_path``, where ``--out ''`` would have written)."""
+    cases = main_refusals(tmp_path)
+    assert sorted(cases) == sorted(CASES_43)
+    program, args, needle = cases[case]
+    monkeypatch.chdir(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    main = {"asc": asc_main, "probes": probes_main}[program]
+    try:
+        code = main(args)
+    except SystemExit as stop:  # argparse's refusals exit from inside main
+        code = stop.code
+    err = capsys.readouterr().err
+    assert code == 2, (code, err)
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert needle in err, err
+    assert "(see python -m" in err  # the usage error names the --help that shows the valid values
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -346,7 +346,7 @@ def test_cli_branch_json_and_text(tmp_path):
     (["--at", "3:5", "--choose", "0"], "at least 1"),
     (["--at", "3", "--choose", "1"], "LINE:COL"),
     (["--at", "3:5", "--choose", "1", "--token", "x"], "not allowed with"),
-    (["--at", "3:5", "--choose", "1", "--top-p", "0"], "top_p"),
+    (["--at", "3:5", "--choose", "1", "--top-p", "0"], "--top-p: must be above 0"),  # refused when parsed
 ])
 def test_cli_branch_bad_input_is_one_line(tmp_path, args, needle):
     f = tmp_path / "a.py"
