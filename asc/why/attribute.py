@@ -53,6 +53,7 @@ as their arithmetic: compare ``delta`` with the value.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,9 +166,10 @@ def aggregate(explanation: Explanation, token_attr: np.ndarray) -> tuple[np.ndar
 
 
 def _gradient_method(bundle: ModelBundle, explanation: Explanation, target: Target, method: str, steps: int,
-                     baseline: str, hold_sink: bool) -> tuple[np.ndarray, float, float, bool]:
+                     baseline: str, hold_sink: bool, points: Callable[[int], None] | None = None
+                     ) -> tuple[np.ndarray, float, float, bool]:
     """(token attributions (T,), value, baseline value, sink held) by Captum's InputXGradient or
-    IntegratedGradients."""
+    IntegratedGradients; ``points(n)`` after each batch of ``n`` path points has run forward."""
     import torch
     from captum.attr import InputXGradient, IntegratedGradients
 
@@ -178,6 +180,8 @@ def _gradient_method(bundle: ModelBundle, explanation: Explanation, target: Targ
     def forward(embeds: Any) -> Any:  # keeps what it computed: gradient x input's value needs no other pass
         out = model_forward(embeds)
         seen.append(out.detach())
+        if points is not None:
+            points(int(embeds.shape[0]))
         return out
 
     x = embed(bundle, ids[: target.last]).float()
@@ -205,10 +209,12 @@ def _gradient_method(bundle: ModelBundle, explanation: Explanation, target: Targ
 def attribute(bundle: ModelBundle, source: str, target: Target | int, method: str = "grad",
               steps: int | str = DEFAULT_STEPS, baseline: str = "pad", *, contrast: str | int | None = None,
               language: str = "python", explanation: Explanation | None = None,
-              hold_sink: bool = True) -> Attribution:
+              hold_sink: bool = True, on_progress: Callable[[str, int, int], None] | None = None) -> Attribution:
     """Attribute ``target`` (a :class:`Target`, or a token index with an optional ``contrast``) to the prompt's
     tokens, nodes and categories (module doc). ``explanation``: the snippet's, when computed already;
-    ``hold_sink``: integrated gradients hold the attention sink (module doc)."""
+    ``hold_sink``: integrated gradients hold the attention sink (module doc); ``on_progress(stage, done, total)``:
+    called as the path points of integrated gradients run (``stage`` says the round's points and, with
+    ``steps="auto"``, the gap of the round before), for a progress bar; an exception it raises stops the work."""
     bundle.require_causal("next-token probabilities to attribute")
     if method not in ATTRIBUTION_METHODS:
         raise InputError(f"method {method!r} is not one of {', '.join(ATTRIBUTION_METHODS)}")
@@ -225,17 +231,29 @@ def attribute(bundle: ModelBundle, source: str, target: Target | int, method: st
     if not isinstance(target, Target):
         target = token_target(bundle, ex, int(target), contrast)
     if method == "occlusion":
-        occ = occlude(bundle, ex, target, baseline, corruptions=node_corruptions)
+        occ = occlude(bundle, ex, target, baseline, corruptions=node_corruptions, on_progress=on_progress)
         return Attribution(method=method, target=target, value=occ.value, baseline_value=math.nan,
                            steps=occ.variants, baseline=baseline, token_attr=np.full(ex.scores.n_tokens, np.nan),
                            node_attr=occ.node_attr, category_attr=occ.category_attr,
                            category_share=occ.category_share, explanation=ex)
     require("captum", extra="why", feature=f"the {method!r} attribution (Captum)")
     n = DEFAULT_STEPS if steps == AUTO_STEPS else int(steps)
+    gap = math.nan
     while True:
-        token_attr, value, base_value, sink = _gradient_method(bundle, ex, target, method, n, baseline, hold_sink)
-        if (steps != AUTO_STEPS or method != "ig" or n >= AUTO_MAX_STEPS
-                or not _relative_gap(float(np.nansum(token_attr)), value, base_value) > AUTO_TOLERANCE):
+        stage = (f"integrated gradients, {n} path points" + ("" if math.isnan(gap) else
+                                                             f" (gap at {n // 2} points: {gap:.1%})")
+                 if method == "ig" else "gradient x input")
+        done = [0]
+
+        def points(k: int, stage: str = stage, done: list[int] = done, total: int = n if method == "ig" else 1) -> None:
+            done[0] = min(total, done[0] + k)
+            if on_progress is not None:
+                on_progress(stage, done[0], total)
+
+        token_attr, value, base_value, sink = _gradient_method(bundle, ex, target, method, n, baseline, hold_sink,
+                                                               points)
+        gap = _relative_gap(float(np.nansum(token_attr)), value, base_value)
+        if steps != AUTO_STEPS or method != "ig" or n >= AUTO_MAX_STEPS or not gap > AUTO_TOLERANCE:
             break
         n = min(2 * n, AUTO_MAX_STEPS)
     node_attr, cats, shares = aggregate(ex, token_attr)

@@ -117,10 +117,11 @@ def _corrupted_value(bundle: ModelBundle, ids: np.ndarray, target: Target, first
 
 
 def occlude(bundle: ModelBundle, explanation: Explanation, target: Target, baseline: str = "pad",
-            corruptions: Callable[[SyntaxTree, int], Any | None] | None = None) -> Occlusion:
+            corruptions: Callable[[SyntaxTree, int], Any | None] | None = None,
+            on_progress: Callable[[str, int, int], None] | None = None) -> Occlusion:
     """Occlude every node with tokens in ``target``'s prompt, one at a time, and every category (module doc).
     ``corruptions``: the hook giving a node's valid corruption (or None); without it, every node is removed by the
-    baseline embedding."""
+    baseline embedding. ``on_progress(stage, done, total)`` after each batch of baseline variants."""
     import torch
 
     ex, tree, al = explanation, explanation.tree, explanation.alignment
@@ -182,6 +183,8 @@ def occlude(bundle: ModelBundle, explanation: Explanation, target: Target, basel
                 embeds[r, at - start] = base[0, at]
             values[batch] = _run(bundle, target, past, start, embeds)
             i += rows
+            if on_progress is not None:
+                on_progress("occlusion, variants with a node removed", min(i, len(order)), len(order))
     node_value = np.where(corrupted, node_value, np.where(node_var >= 0, values[np.maximum(node_var, 0)], np.nan))
     cats = {c: value - float(values[v]) if v >= 0 else math.nan for c, v in cat_var.items()}
     total = sum(abs(v) for v in cats.values() if not math.isnan(v))

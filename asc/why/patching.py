@@ -40,7 +40,7 @@ and importing it mounts ``.save`` on every Python object, a global side effect i
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -258,11 +258,12 @@ def _nan_share(delta: np.ndarray, full: float) -> np.ndarray:
 
 def patch(bundle: ModelBundle, corruption: Corruption, target: int | Any | None = None,
           layers: Sequence[int] | None = None, spans: str | Sequence[int] = "changed", language: str = "python",
-          method: str = "auto") -> Patching:
+          method: str = "auto", on_progress: Callable[[str, int, int], None] | None = None) -> Patching:
     """Activation patching of ``corruption`` (module doc). ``target``: the clean token index of the predicted token
     (or an object with an ``index``, e.g. attribution's target; default :func:`default_target`); ``layers``: the
     layers patched (default all); ``method``: ``"cached"``, ``"hooks"`` or ``"auto"``
-    (:func:`asc.why.residual.record`)."""
+    (:func:`asc.why.residual.record`); ``on_progress(stage, done, total)``: after the two recorded runs and after
+    each layer patched, for a progress bar (an exception it raises stops the work)."""
     bundle.require_causal("a residual stream to patch")
     clean_tok, bad_tok = encode(bundle, corruption.source), encode(bundle, corruption.corrupted)
     aligned = align_tokens(corruption, clean_tok, bad_tok)
@@ -273,7 +274,11 @@ def patch(bundle: ModelBundle, corruption: Corruption, target: int | Any | None 
         raise InputError(f"layers must lie in 0..{all_layers - 1}")
     # the model runs on at most its context: tokens past it come after the target, which cannot read them
     n_clean, n_bad = (min(len(tok[0]), bundle.context_length) for tok in (clean_tok, bad_tok))
+    if on_progress is not None:
+        on_progress("the clean and the corrupted run", 0, len(picked) + 1)
     clean_runs, bad_runs = record(bundle, clean_tok[0][:n_clean], method), record(bundle, bad_tok[0][:n_bad], method)
+    if on_progress is not None:
+        on_progress("the clean and the corrupted run", 1, len(picked) + 1)
     clean_value, bad_value = float(clean_runs.logprobs[index - 1]), float(bad_runs.logprobs[t_bad - 1])
     tree = parse(corruption.source, language)
     cmap = load_categories(language)
@@ -302,7 +307,9 @@ def patch(bundle: ModelBundle, corruption: Corruption, target: int | Any | None 
         groups[c] = np.concatenate([p for p, cc in zip(span_pairs, categories, strict=True) if cc == c])
     every = np.concatenate(span_pairs) if span_pairs else np.zeros((0, 2), np.int64)
     rows = [*span_pairs, *groups.values(), every]
-    values = _sweep(clean_runs, bad_runs, picked, rows, first_diff, t_bad, int(bad_tok[0][t_bad]), bad_value)
+    values = _sweep(clean_runs, bad_runs, picked, rows, first_diff, t_bad, int(bad_tok[0][t_bad]), bad_value,
+                    None if on_progress is None else lambda a, layer: on_progress(
+                        f"layer {layer + 1} of {all_layers} patched", a + 2, len(picked) + 1))
     full = clean_value - bad_value
     effect = values - bad_value
     share = _nan_share(effect, full)
@@ -336,7 +343,8 @@ def patch(bundle: ModelBundle, corruption: Corruption, target: int | Any | None 
 
 
 def _sweep(clean: ResidualRuns, bad: ResidualRuns, layers: np.ndarray, rows: list[np.ndarray], first_diff: int,
-           t_bad: int, token: int, bad_value: float) -> np.ndarray:
+           t_bad: int, token: int, bad_value: float,
+           layer_done: Callable[[int, int], None] | None = None) -> np.ndarray:
     """(L, R) the target's log-probability with each row's pairs (clean index, corrupted index) patched at each
     layer. Pairs before ``first_diff`` are no-ops (dropped); a row left empty is the corrupted value, not run.
     Identical rows run once; the rows of one layer run in batches of at most :data:`_BUDGET_TOKENS` tokens."""
@@ -357,4 +365,6 @@ def _sweep(clean: ResidualRuns, bad: ResidualRuns, layers: np.ndarray, rows: lis
         for r, key in enumerate(keys):
             if key:
                 out[a, r] = got[key]
+        if layer_done is not None:
+            layer_done(a, int(layer))
     return out

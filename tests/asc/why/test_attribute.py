@@ -178,6 +178,30 @@ def test_auto_steps_double_until_the_gap_is_within_one_percent(tiny, ex, at_retu
     assert attribute(tiny, SRC, at_return, "grad", steps="auto", explanation=ex).steps == 0
 
 
+def test_progress_counts_the_path_points_of_each_round_and_a_raise_stops_the_work(tiny, ex, at_return, monkeypatch):
+    import asc.why.attribute as module
+
+    monkeypatch.setattr(module, "DEFAULT_STEPS", 1)
+    seen: list[tuple[str, int, int]] = []
+    got = attribute(tiny, SRC, at_return, "ig", steps="auto", explanation=ex,
+                    on_progress=lambda stage, done, total: seen.append((stage, done, total)))
+    rounds = [t for _, d, t in seen if d == t]  # each round reports reaching its points
+    assert rounds[-1] == got.steps and rounds == [2 ** i for i in range(len(rounds))]
+    assert all(0 < d <= t for _, d, t in seen)
+    assert "gap at 1 points" in next(s for s, _, t in seen if t == 2)  # the round before's gap, in words
+    assert seen[0][0] == "integrated gradients, 1 path points"
+
+    class Stop(Exception):
+        pass
+
+    def stop(stage: str, done: int, total: int) -> None:
+        raise Stop  # what the inspector's Cancel does (Streamlit's rerun exception, raised in the callback)
+
+    for method in ("ig", "grad", "occlusion"):
+        with pytest.raises(Stop):
+            attribute(tiny, SRC, at_return, method, steps=4, explanation=ex, on_progress=stop)
+
+
 def test_bad_settings_are_refused(tiny, ex, at_return):
     for kwargs, needle in (({"method": "shap"}, "method 'shap'"), ({"baseline": "mean"}, "baseline 'mean'"),
                            ({"steps": 0}, "steps=0"), ({"steps": "many"}, "or 'auto'"), ({"steps": True}, "steps=True")):

@@ -44,6 +44,14 @@ def test_patching_every_position_restores_the_clean_target_at_every_layer(tiny, 
     assert (p.aligned == np.arange(len(p.aligned))).all() and not len(p.unaligned_corrupted) and not p.note
 
 
+def test_patching_reports_the_two_runs_and_each_layer(tiny, same):
+    seen: list[tuple[str, int, int]] = []
+    p = patch(tiny, same, spans=[0], on_progress=lambda stage, done, total: seen.append((stage, done, total)))
+    n = len(p.layers)
+    assert [d for _, d, _ in seen] == list(range(n + 2)) and {t for _, _, t in seen} == {n + 1}
+    assert seen[-1][0] == f"layer {n} of {tiny.n_layers} patched"
+
+
 def test_patching_nothing_leaves_the_corrupted_value(tiny, same):
     ids = encode(tiny, same.corrupted)[0]
     runs = record(tiny, ids, "cached")
