@@ -117,6 +117,8 @@ bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_patching.py --rounds 1
 	# corpus attribution: the attribute-corpus sweep against its k gradient passes, interval widths by k (issue 30)
 	PYTHONPATH=. $(PY) benchmarks/bench_corpus_attribution.py --snippets 12 --k 8 --rounds 1
+	# the one-click demos, click to results, each as the app submits it: the minutes their buttons state (issue 44)
+	PYTHONPATH=. $(PY) benchmarks/bench_demos.py
 	$(PY) docs/render_bench.py
 
 # glueCode Table 2's plan, apart from `make bench` (about an hour of CPU: 36 cells, some of 2,048-token contexts):

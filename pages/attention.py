@@ -126,8 +126,9 @@ except AscError as err:
 matrix = word_attn[int(layer), int(head)]  # only this head's matrix goes to the browser
 edges = list(sample.relns[relation])
 fig = attention_map(matrix, sample.tokens, edges, run.scores.causal,
-                    f"{run.model} layer {layer} head {head}: {relation} (circles: gold edges)")
-charts.fit_square(fig, charts.MAIN_PX)
+                    f"{run.model} layer {layer} head {head}: {relation} (circles: gold edges)",
+                    max_width=charts.MAIN_PX)
+charts.fit_square(fig, charts.MAIN_PX)  # drawn for the panel already: a no-op
 charts.panel_chart(st, fig, "at_map", "treebox_attention", charts.MAIN_PX)  # at most the panel's width
 edge_i = st.selectbox("Edge", range(len(edges)), key=f"at_edge_{relation}_{pick}", format_func=lambda i: (
     f"{sample.tokens[edges[i][0]]!r} → {' '.join(sample.tokens[edges[i][1]:edges[i][2] + 1])[:50]!r}"))

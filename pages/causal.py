@@ -11,7 +11,7 @@ import ui.preload  # noqa: F401  (first: imports the backend once, in one thread
 import pandas as pd
 import streamlit as st
 
-from asc.causal import REFUTE_SAMPLE
+from asc.causal import MIN_SNIPPETS, REFUTE_SAMPLE
 from asc.export import csv_text
 from asc.jobs import JobKind
 from asc.viz import causal_graph_figure, figure_html, treatment_scatter
@@ -35,7 +35,8 @@ folders, infos = guards.runs_or_stop("run a corpus (100+ snippets recommended) o
 chosen = st.multiselect("Results (one or two models)", folders, default=folders[:1], max_selections=2,
                         format_func=guards.titles(infos), key="causal_runs")
 c1, c2, c3, c4 = st.columns(4)
-min_n = c1.number_input("Minimum snippets per treatment", 5, 10_000, 30, 5, key="causal_min")
+min_n = c1.number_input("Minimum snippets per treatment", 5, 10_000, MIN_SNIPPETS, 5, key="causal_min",
+                        help="a treatment is estimated only from at least this many snippets that have the concept")
 sims = c2.number_input("Refuter simulations", 10, 500, 50, 10, key="causal_sims")
 refute_n = c3.number_input("Refuter subsample", 100, 1_000_000, REFUTE_SAMPLE, 500, key="causal_refute_sample",
                            help="the refuters re-estimate each effect on a seeded subsample of this many snippets "
@@ -49,6 +50,11 @@ results = {infos[path].short: cache.causal_result(path, int(min_n), int(sims), i
            for path in chosen}
 
 st.subheader("Table II")
+for label, result in results.items():  # how much of the table the run's size allows
+    done = int((result.table["status"] == "estimated").sum()) if "status" in result.table else 0
+    st.caption(f"{plain(label)}: {done} of {len(result.table)} treatments estimated from {len(result.snippets)} "
+               f"snippets (each needs at least {int(min_n)} snippets with the concept); the one-click demo scores all "
+               f"{jobs.DEMO_CAUSAL_LIMIT} HumanEval functions so that most categories have that many.")
 if len(results) == 2:  # the two models' rows next to each other, marked A and B
     st.caption(f"A = {plain(list(results)[0])}, B = {plain(list(results)[1])}")  # run titles: typed by users
 correlations, effects = table2_views({"AB"[k] if len(results) == 2 else label: result.table

@@ -104,17 +104,30 @@ with heat_tab:
         st.plotly_chart(fig, key=f"heat_{model}")
         st.download_button(f"{model} heatmap (HTML)", partial(figure_html, fig), f"layers-{model}.html",
                            "text/html", key=f"heat_dl_{model}", on_click="ignore")
+    tested = sorted(set(table["n_test"]))
+    if metric != "selectivity":
+        st.caption("References, right of each heatmap on the same scale: the majority class (always guessing the most "
+                   "frequent training label) and the control task (the same probe on shuffled labels, mean over "
+                   "layers). An accuracy near them is chance, not something the layer encodes. Every accuracy is "
+                   f"measured on {' to '.join(str(n) for n in tested[::max(len(tested) - 1, 1)])} test samples per "
+                   "task: with few, one sample moves it by several points.")
 with best_tab:
     fig = best_layer_heatmap(best, order)
     st.plotly_chart(fig, key="best")
-    baseline_options = model_names
-    base_default = model_names.index("minilm-l6") if "minilm-l6" in model_names else 0
-    baseline = st.selectbox("Baseline model (0 in Table III)", baseline_options, index=base_default, key="lp_base")
-    norm = normalized_table(best, baseline)
+    base_default = model_names.index(jobs.DEMO_BASELINE) if jobs.DEMO_BASELINE in model_names else 0
+    if st.session_state.get("lp_base_models") != model_names:  # another set of models (a run has finished since):
+        st.session_state["lp_base_models"] = model_names  # the default baseline again, not the one kept from the
+        st.session_state.pop("lp_base", None)  # smaller set (the first model then, whose Table III is empty)
+    baseline = st.selectbox("Baseline model (0 in Table III)", model_names, index=base_default, key="lp_base")
+    norm = normalized_table(best, baseline).reindex(columns=order)
     if len(model_names) < 2:
-        st.info("Table III needs at least two models: run the baseline (minilm-l6) and a code model.")
+        st.info(f"Table III needs at least two models: run the baseline ({jobs.DEMO_BASELINE}) and a code model.")
+    elif norm.isna().all().all():  # never an empty chart: say why there is nothing to draw
+        st.info(f"Table III is empty with {widgets.plain(baseline)} as the baseline: no model beats it on any of "
+                f"these tasks (0 is the baseline, 100 the task's best model: the baseline itself here). Choose a "
+                f"weaker baseline, such as {jobs.DEMO_BASELINE}, the English encoder that plays BERT's role.")
     else:
-        st.plotly_chart(normalized_heatmap(norm.reindex(columns=order), baseline), key="norm")
+        st.plotly_chart(normalized_heatmap(norm, baseline), key="norm")
     st.dataframe(best, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
                                 for c in ("accuracy", "control_accuracy", "majority", "max_accuracy")})

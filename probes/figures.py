@@ -1,6 +1,7 @@
 """Pure figure builders for the probes: tables and results in, plotly figures out (nothing mutated).
 
-- :func:`layer_heatmap`: INSPECT Appendix A, task x layer test accuracy for one model;
+- :func:`layer_heatmap`: INSPECT Appendix A, task x layer test accuracy for one model, with the majority class and
+  the control task beside it;
 - :func:`best_layer_heatmap`: model x task accuracy at the dev-chosen layer (layer in the cell);
 - :func:`normalized_heatmap`: paper Table III, accuracy normalized between a baseline model and the best;
 - :func:`layer_curves`: one task, accuracy per layer for each model, with control and majority lines;
@@ -14,6 +15,7 @@ model names are HTML-escaped (:func:`asc.viz.escape_text`): plotly renders HTML 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -27,8 +29,8 @@ if TYPE_CHECKING:
 
     from probes.inspect.linear import ProbeResult
 
-__all__ = ["attention_map", "best_layer_heatmap", "confusion_figure", "edge_example_html", "head_heatmap", "layer_curves",
-           "layer_heatmap", "normalized_heatmap"]
+__all__ = ["LAYER_REFERENCES", "attention_map", "best_layer_heatmap", "confusion_figure", "edge_example_html",
+           "head_heatmap", "layer_curves", "layer_heatmap", "normalized_heatmap"]
 
 
 def _cell_text(values: np.ndarray, fmt: str = "{:.2f}") -> list[list[str]]:
@@ -39,7 +41,10 @@ def layer_heatmap(table: pd.DataFrame, model: str, value: str = "accuracy",
                   tasks: Sequence[str] | None = None) -> go.Figure:
     """Task x layer heatmap of ``value`` (a column of :func:`probes.inspect.runs.results_table`) for ``model``.
 
-    Rows follow ``tasks`` (default: the table's order); the dev-chosen layer of each task is boxed.
+    Rows follow ``tasks`` (default: the table's order); the dev-chosen layer of each task is boxed. Beside an
+    accuracy (or control accuracy) heatmap, on the same scale, each task's two references (:func:`_baselines`):
+    the majority class and the control task, so an accuracy near chance reads as such (selectivity is measured
+    against the control already).
     """
     import plotly.graph_objects as go
 
@@ -61,7 +66,36 @@ def layer_heatmap(table: pd.DataFrame, model: str, value: str = "accuracy",
     fig.update_layout(title=escape_text(f"{model}: {value.replace('_', ' ')} per task and layer (box: layer chosen on dev)"),
                       xaxis_title="layer (0 = embeddings)", yaxis={"autorange": "reversed", "title": "task"},
                       height=max(260, 28 * len(order) + 140), margin={"l": 60, "r": 20, "t": 50, "b": 40})
+    if not signed:
+        fig.add_trace(_baselines(sub, order))
+        fig.update_layout(xaxis={"domain": [0.0, 0.8]},
+                          xaxis2={"domain": [0.83, 1.0], "anchor": "y", "side": "bottom", "title": "references"})
     return fig
+
+
+LAYER_REFERENCES = ("majority", "control")  # the references beside a layer heatmap (layer_heatmap)
+
+
+def _baselines(sub: pd.DataFrame, order: Sequence[str]) -> go.Heatmap:
+    """Per task (rows of ``order``): the majority class (test accuracy of always guessing the most frequent training
+    label) and the control task (the same probe on shuffled labels, mean test accuracy over the layers), on the
+    accuracy scale, for the second x axis of :func:`layer_heatmap`. Hover gives the control's range over layers and
+    the number of test samples behind every accuracy (``n_test``, when the table has it)."""
+    import plotly.graph_objects as go
+
+    z, hover = [], []
+    for task in order:
+        part = sub[sub["task"] == task]
+        control = part["control_accuracy"].to_numpy(dtype=float)
+        n = f"; {int(part['n_test'].iloc[0])} test samples" if "n_test" in part and len(part) else ""
+        z.append([float(part["majority"].iloc[0]), float(np.mean(control))])
+        hover.append([f"always the most frequent training label{n}",
+                      f"shuffled labels, mean over layers (range {np.min(control):.2f}-{np.max(control):.2f}){n}"])
+    values = np.array(z, dtype=float).reshape(len(order), len(LAYER_REFERENCES))
+    return go.Heatmap(z=values.tolist(), x=list(LAYER_REFERENCES), y=[escape_text(t) for t in order], xaxis="x2",
+                      yaxis="y", colorscale=COLORSCALE, zmin=0.0, zmax=1.0, showscale=False, text=_cell_text(values),
+                      texttemplate="%{text}", textfont={"size": 9}, customdata=hover, name="references",
+                      hovertemplate="task %{y}<br>%{x} %{z:.3f}: %{customdata}<extra></extra>")
 
 
 def best_layer_heatmap(best: pd.DataFrame, tasks: Sequence[str] | None = None) -> go.Figure:
@@ -167,16 +201,39 @@ def _word_label(tokens, i: int, width: int = 14) -> str:
     return f"{i}:{shown[:width - 1]}…" if len(shown) > width else f"{i}:{shown}"
 
 
+ATTENTION_FONT_PX = 10  # the attention map's word labels (and no smaller: readable at the page's size)
+_LABEL_PX = ATTENTION_FONT_PX + 3  # the room one label takes across its axis: its font and a gap
+_ATTENTION_MARGIN = {"l": 120, "r": 150, "t": 50, "b": 120}  # room for labels, the color bar and the legend
+
+
+def _labelled(n: int, step: int, first: Sequence[int]) -> list[int]:
+    """The word positions labelled on an axis where only every ``step``-th fits: those of ``first`` (the gold edges'
+    words), then evenly spaced ones, each at least ``step`` positions from every label already taken."""
+    if step <= 1:
+        return list(range(n))
+    taken: list[int] = []
+    for i in [*dict.fromkeys(first), *range(0, n, step)]:
+        if 0 <= i < n and all(abs(i - j) >= step for j in taken):
+            taken.append(i)
+    return sorted(taken)
+
+
 def attention_map(matrix: np.ndarray, tokens: Sequence[str], edges: Sequence[tuple[int, int, int]], causal: bool,
-                  title: str = "") -> go.Figure:
+                  title: str = "", max_width: int = 1520) -> go.Figure:
     """One head's word x word attention (rows attend to columns) with the relation's gold edges overlaid:
-    encoders mark (head row, dependent first column), decoders (dependent first row, head column)."""
+    encoders mark (head row, dependent first column), decoders (dependent first row, head column).
+
+    Drawn at most ``max_width`` px wide (the page passes its panel's width) with square cells. Word labels are
+    :data:`ATTENTION_FONT_PX` px: every word is labelled while the cells are at least that tall; on smaller cells
+    the gold edges' words and evenly spaced others are, the axis title says so, and hovering a cell names both of
+    its words. The color bar and the gold-edge legend sit to the right of the matrix, never over it."""
     import plotly.graph_objects as go
 
     z = np.asarray(matrix, dtype=float)
-    labels = [escape_text(_word_label(tokens, i)) for i in range(len(tokens))]  # words of the code: no HTML
+    n = len(tokens)
+    labels = [escape_text(_word_label(tokens, i)) for i in range(n)]  # words of the code: no HTML
     fig = go.Figure(go.Heatmap(z=z.tolist(), x=labels, y=labels, colorscale="Blues", zmin=0.0,
-                               colorbar={"title": "attention"},
+                               colorbar={"title": "attention", "len": 0.6, "y": 1.0, "yanchor": "top"},
                                hovertemplate="from %{y}<br>to %{x}<br>%{z:.3f}<extra></extra>"))
     rows = [(s if causal else h) for h, s, _ in edges]
     cols = [(h if causal else s) for h, s, _ in edges]
@@ -185,12 +242,22 @@ def attention_map(matrix: np.ndarray, tokens: Sequence[str], edges: Sequence[tup
                                  name="gold edge", marker={"symbol": "circle-open", "size": 12, "color": "#d62728",
                                                            "line": {"width": 2}},
                                  hovertemplate="gold edge: %{y} → %{x}<extra></extra>"))
-    size = max(420, min(1400, 11 * len(tokens) + 160))
-    fig.update_layout(title=escape_text(title or "attention of one head"), height=size, width=size + 120,
-                      xaxis={"title": "attended word", "tickfont": {"size": 8}},
-                      yaxis={"title": "attending word", "autorange": "reversed", "tickfont": {"size": 8}},
-                      margin={"l": 80, "r": 20, "t": 50, "b": 80}, showlegend=True,
-                      legend={"orientation": "h", "y": 1.02, "x": 0})
+    margin = _ATTENTION_MARGIN
+    side = max(400, min(14 * n, max_width - margin["l"] - margin["r"]))  # the matrix, px
+    step = max(1, math.ceil(_LABEL_PX * n / side))  # every step-th word's label fits
+    axes: dict[str, dict] = {}
+    for axis, words, name in (("xaxis", cols, "attended word"), ("yaxis", rows, "attending word")):
+        shown = _labelled(n, step, words)
+        if axis == "xaxis" and step > 1:  # the vertical title has no room for the note
+            name += f" (1 word in {step} labelled, and the gold edges' words: hover a cell for its two words)"
+        axes[axis] = {"title": name, "tickfont": {"size": ATTENTION_FONT_PX}, "tickmode": "array",
+                      "tickvals": [labels[i] for i in shown], "ticktext": [labels[i] for i in shown],
+                      "automargin": True}
+    axes["xaxis"]["tickangle"] = -90  # upright labels take a font's height each, as on the y axis
+    axes["yaxis"]["autorange"] = "reversed"
+    fig.update_layout(title=escape_text(title or "attention of one head"), height=side + margin["t"] + margin["b"],
+                      width=side + margin["l"] + margin["r"], margin=margin, showlegend=bool(edges),
+                      legend={"x": 1.02, "xanchor": "left", "y": 0.0, "yanchor": "bottom"}, **axes)
     return fig
 
 

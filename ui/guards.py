@@ -26,8 +26,9 @@ def runs_or_stop(where: str, demo: str = "", note: str = "") -> tuple[list[Path]
     """Readable run folders and their names in parts (:class:`~asc.corpus.listing.RunInfo`: ``.title`` for a
     picker); without any, say how to make one (``where``) and stop the page.
 
-    ``demo`` (a page's name, e.g. ``"global"``): offer the one-click eval demo there too
-    (:func:`ui.jobs.no_results`; ``note``: a line on what appears when it finishes).
+    ``demo`` (a page's name, e.g. ``"global"``): offer the one-click eval demo there too (:func:`ui.jobs.no_results`;
+    ``note``: a line on what appears when it finishes); the Causal page's (``"causal"``) is its own, larger one
+    (:data:`ui.jobs.CAUSAL_DEMO`).
 
     Folders that cannot be read (garbled meta.json, no finished chunk) are listed apart in an expander with
     why, as plain text: they never reach the page."""
@@ -47,7 +48,8 @@ def runs_or_stop(where: str, demo: str = "", note: str = "") -> tuple[list[Path]
         message = (f"No results yet: {'run the small demo below, ' if demo else ''}{where}, or from a shell: "
                    "`.venv/bin/python -m asc eval --corpus humaneval --out runs/smollm2-he`.")
         if demo:
-            jobs.no_results(JobKind.EVAL, demo, message, note)
+            jobs.no_results(JobKind.EVAL, demo, message, note,
+                            demo=jobs.CAUSAL_DEMO if demo == jobs.CAUSAL_DEMO else JobKind.EVAL)
         else:
             st.info(message)
         st.stop()

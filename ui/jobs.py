@@ -9,12 +9,16 @@ panel reruns the whole page, so the page shows the new results without a click.
 
 The one-click demos (:func:`demo_button`, defined here and nowhere else) give a fresh install results on
 every page within the minutes their button states (:data:`DEMO_MINUTES`): a small run of the page's own kind
-through the same queue, on :func:`asc.paths.default_model` (``$ASC_MODEL``: the tests' tiny random model).
+through the same queue, on :func:`asc.paths.default_model` (``$ASC_MODEL``: the tests' tiny random model). A demo
+is named by its job's kind (:class:`asc.jobs.JobKind`, a string), or :data:`CAUSAL_DEMO`: the Causal page's, an eval
+run of its own, large enough for Table II to estimate most concepts. The minutes come from what `make bench`
+measured (:func:`demo_minutes`: ``docs/bench/demos.txt``), never typed by hand.
 """
 
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -23,9 +27,10 @@ from typing import TypedDict
 
 import streamlit as st
 
+from asc.causal import MIN_SNIPPETS
 from asc.jobs import Job, JobKind, JobQueue
 from asc.models import EMBEDDED
-from asc.paths import attention_dir, blanca_dir, default_model, gluecode_dir, layers_dir, runs_dir
+from asc.paths import APP_ROOT, attention_dir, blanca_dir, default_model, gluecode_dir, layers_dir, runs_dir
 from probes.blanca.runs import blanca_job
 from probes.catalog import layer_job
 from probes.codesyntax.attention import attention_job
@@ -36,26 +41,78 @@ from ui.widgets import placement, plain, trust_remote_code
 
 DEMO_CORPUS = "humaneval"  # the eval and attention demos: the first DEMO_LIMIT HumanEval functions
 DEMO_LIMIT = 40
+# the Causal page's demo: every HumanEval problem (164), a run of its own. Table II estimates a treatment from at least
+# asc.causal.MIN_SNIPPETS (30) snippets that have it, a statistical minimum kept as it is: on the Global demo's first
+# 40 functions only the concepts (nearly) every snippet has reach it, on all 164 most categories do
+# (docs/bench/demos.txt counts the rows and categories estimated at both sizes).
+DEMO_CAUSAL_LIMIT = 164
+CAUSAL_DEMO = "causal"  # the name of the Causal page's demo (the others are named by their JobKind)
 PANEL_EVERY = 2.0  # seconds between two refreshes of a page's job panel
 STOP_WAIT = 10.0  # seconds a stopping server waits for its running job to end at its next batch
 DEMO_TASKS = ("KTX", "IDN")  # the layer demo: two INSPECT tasks of DEMO_SIZE samples built from DEMO_TASK_CORPUS
-DEMO_SIZE = 100
+# 60 test samples per task (6 per KTX class): at 100 samples (20 test ones) a 10-class accuracy moved 0.05 a sample,
+# and MiniLM's KTX heatmap (chance) read as broken; 500 samples took twice as long here for the same picture.
+# docs/bench/demos.txt has the demo's accuracies next to the majority class and the control task.
+DEMO_SIZE = 300
 DEMO_TASK_CORPUS = "stdlib"
 DEMO_GLUECODE = ("algorithms", 24, ("function", "file"))  # the glueCode demo: corpus, items per task (half test), levels
 DEMO_BASELINE = "minilm-l6"  # the layer demo's baseline encoder (Table III), where installed
 DEMO_BLANCA = ("minilm-l6", ("R", "L", "F", "H", "U"))  # the BLANCA demo: encoder (where installed), stdlib tasks
-# what each demo promises, on its button: from its click to its results with SmolLM2 / MiniLM on a 2-core CPU that
-# other work keeps busy. Measured through this queue on such a machine (load average 8-10 from other jobs), a fresh
-# runs folder: eval 140 s (28 s in chromium at load 1-5), layers 83 s (both models), attention 19 s; BLANCA 347 s as
-# issue 29 measured it; glueCode unfinished after 11 min at load 10-20 (its function level done): 15, to be measured.
-# tests/e2e/test_fit.py holds the Global demo to its promise in chromium.
-DEMO_MINUTES = {JobKind.EVAL: 3, JobKind.ATTENTION: 2, JobKind.LAYERS: 2, JobKind.GLUECODE: 15, JobKind.BLANCA: 6}
+DEMOS = (JobKind.EVAL, CAUSAL_DEMO, JobKind.ATTENTION, JobKind.LAYERS, JobKind.BLANCA, JobKind.GLUECODE)
+DEMO_BENCH = APP_ROOT / "docs" / "bench" / "demos.txt"  # what `make bench` measured (benchmarks/bench_demos.py)
+DEMO_MARGIN = 1.5  # a button promises its measured time (click to results) times this, in whole minutes
+DEMO_UNMEASURED = 15  # minutes a button states when the bench file is absent (an installed app) or lacks the demo
 DEMO_BUTTON = "Run a small demo"  # every demo button's label starts so (demo_label)
 
 
-def demo_label(kind: JobKind) -> str:
+def demo_kind(demo: str) -> JobKind:
+    """The kind of job the demo ``demo`` (a :class:`JobKind` or :data:`CAUSAL_DEMO`) runs."""
+    return JobKind.EVAL if demo == CAUSAL_DEMO else JobKind(demo)
+
+
+def bench_figures(path: Path) -> dict[str, str]:
+    """The ``[figures]`` block (``name = value`` lines) of a file `make bench` wrote (``benchmarks/report.py``'s
+    format); empty when the file is absent."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    block = lines[lines.index("[figures]") + 1:] if "[figures]" in lines else []
+    return dict(line.split(" = ", 1) for line in block if " = " in line)
+
+
+def promised_minutes(seconds: float) -> int:
+    """What a button states for a demo measured at ``seconds``: times :data:`DEMO_MARGIN`, in whole minutes (at
+    least 1)."""
+    return max(1, math.ceil(seconds * DEMO_MARGIN / 60))
+
+
+def demo_minutes(path: Path = DEMO_BENCH) -> dict[str, int]:
+    """Per demo (:data:`DEMOS`), the minutes its button states: the seconds `make bench` measured from the click to
+    the page's results (figure ``<demo>_s`` of ``path``) times :data:`DEMO_MARGIN`, rounded up to whole minutes;
+    :data:`DEMO_UNMEASURED` for a demo the file does not measure (or without the file: an app installed with pip)."""
+    figures = bench_figures(path)
+    minutes: dict[str, int] = {}
+    for demo in DEMOS:
+        try:
+            seconds = float(figures[f"{demo}_s"])
+        except (KeyError, ValueError):
+            minutes[str(demo)] = DEMO_UNMEASURED
+            continue
+        minutes[str(demo)] = promised_minutes(seconds)
+    return minutes
+
+
+# what each demo promises, on its button: from its click to its results with SmolLM2 / MiniLM on this 2-core CPU as
+# `make bench` found it (its load is in the file's header). Keyed by demo name: DEMO_MINUTES[JobKind.EVAL] works too.
+# tests/e2e/test_browser.py runs the Global demo in chromium and prints its time against the promise.
+DEMO_MINUTES = demo_minutes()
+
+
+def demo_label(demo: str) -> str:
     """The demo button's label: what it promises (:data:`DEMO_MINUTES`)."""
-    return f"{DEMO_BUTTON} (up to {DEMO_MINUTES[kind]} minutes on a 2-core CPU)"
+    minutes = DEMO_MINUTES[str(demo)]
+    return f"{DEMO_BUTTON} (up to {minutes} minute{'s' if minutes != 1 else ''} on a 2-core CPU)"
 
 
 @st.cache_resource(show_spinner=False)
@@ -177,11 +234,12 @@ def live_job_panel(kind: JobKind, describe: Callable[[Job], str] | None = None) 
         job_panel(kind, describe)
 
 
-def demo_models(kind: JobKind) -> list[str]:
-    """The models a demo of ``kind`` runs: the default model; the layer demo adds the MiniLM baseline
+def demo_models(demo: str) -> list[str]:
+    """The models the demo ``demo`` runs: the default model; the layer demo adds the MiniLM baseline
     (:data:`DEMO_BASELINE`) where its weights are installed, and the BLANCA demo runs MiniLM in its place, but
     neither next to a synthetic model (:attr:`asc.models.EmbeddedModel.synthetic`, the tests' tiny random one:
     its demos stay free of real models)."""
+    kind = demo_kind(demo)
     model = default_model()
     synthetic = model in EMBEDDED and EMBEDDED[model].synthetic
     baseline = EMBEDDED[DEMO_BASELINE]
@@ -193,9 +251,15 @@ def demo_models(kind: JobKind) -> list[str]:
     return [model]
 
 
-def describe_demo(kind: JobKind) -> str:
-    """What the demo of ``kind`` computes, in a sentence (models as plain text)."""
-    models = " and ".join(demo_models(kind))
+def describe_demo(demo: str) -> str:
+    """What the demo ``demo`` computes, in a sentence (models as plain text)."""
+    kind = demo_kind(demo)
+    models = " and ".join(demo_models(demo))
+    if demo == CAUSAL_DEMO:
+        return (f"AsC-Eval of all {DEMO_CAUSAL_LIMIT} HumanEval functions on {models}, then Table II: a concept is "
+                f"estimated from at least {MIN_SNIPPETS} snippets that have it (the minimum per treatment), which "
+                f"most categories reach in all {DEMO_CAUSAL_LIMIT} functions and few in the Global demo's "
+                f"{DEMO_LIMIT}.")
     if kind is JobKind.LAYERS:
         return (f"Layer probes of {models} on the INSPECT tasks {' and '.join(DEMO_TASKS)} ({DEMO_SIZE} samples "
                 f"each, built from the {DEMO_TASK_CORPUS} corpus).")
@@ -220,16 +284,19 @@ class _Where(TypedDict):
     dtype: str | None
 
 
-def submit_demo(kind: JobKind, queue: JobQueue, owner: str = "", device: str | None = None,
+def submit_demo(demo: str, queue: JobQueue, owner: str = "", device: str | None = None,
                 dtype: str | None = None) -> list[Job]:
-    """Queue the demo of ``kind`` on ``queue``: what the page's own *Start* submits, with the demo's settings,
-    into the page's usual folders (the eval demo: the conventional run folder of (model, humaneval, 40)), its
-    models on ``device`` in ``dtype`` (None: the queue's loader's default)."""
+    """Queue the demo ``demo`` (a :class:`JobKind` or :data:`CAUSAL_DEMO`) on ``queue``: what the page's own *Start*
+    submits, with the demo's settings, into the page's usual folders (the eval demo: the conventional run folder of
+    (model, humaneval, 40); the causal demo: of (model, humaneval, 164)), its models on ``device`` in ``dtype``
+    (None: the queue's loader's default)."""
     submitted = []
     where: _Where = {"owner": owner, "device": device, "dtype": dtype}
-    for model in demo_models(kind):
+    kind = demo_kind(demo)
+    for model in demo_models(demo):
         if kind is JobKind.EVAL:
-            submitted.append(queue.submit(model, DEMO_CORPUS, DEMO_LIMIT, runs_dir(), **where))
+            limit = DEMO_CAUSAL_LIMIT if demo == CAUSAL_DEMO else DEMO_LIMIT
+            submitted.append(queue.submit(model, DEMO_CORPUS, limit, runs_dir(), **where))
         elif kind is JobKind.LAYERS:
             folder = layers_dir()
             call = layer_job(DEMO_TASKS, folder, corpus=DEMO_TASK_CORPUS, size=DEMO_SIZE,
@@ -258,19 +325,20 @@ def submit_demo(kind: JobKind, queue: JobQueue, owner: str = "", device: str | N
     return submitted
 
 
-def demo_button(kind: JobKind, where: str, note: str = "") -> None:
-    """The demo of ``kind`` as one button (key ``demo_<where>``) with a line on what it computes (and ``note``).
+def demo_button(demo: str, where: str, note: str = "") -> None:
+    """The demo ``demo`` (a :class:`JobKind` or :data:`CAUSAL_DEMO`) as one button (key ``demo_<where>``) with a
+    line on what it computes (and ``note``).
 
     A click submits :func:`submit_demo` for this tab (on the sidebar's device and dtype) and reruns, so the
     page's job panel shows its progress.
-    Nothing is offered while a job of ``kind`` is queued or running, from any tab (no demo twice). Every
+    Nothing is offered while a job of its kind is queued or running, from any tab (no demo twice). Every
     server's policy (:func:`ui.access.policy`) allows the demos: embedded or default models, built-in corpora."""
-    if running(kind):
+    if running(demo_kind(demo)):
         return
-    if st.button(demo_label(kind), type="primary", key=f"demo_{where}"):
-        submit_demo(kind, job_queue(), owner=owner(), **placement())
+    if st.button(demo_label(demo), type="primary", key=f"demo_{where}"):
+        submit_demo(demo, job_queue(), owner=owner(), **placement())
         st.rerun()
-    st.caption(plain(describe_demo(kind)) + (f" {note}" if note else ""))
+    st.caption(plain(describe_demo(demo)) + (f" {note}" if note else ""))
 
 
 def running(kind: JobKind) -> bool:
@@ -278,12 +346,12 @@ def running(kind: JobKind) -> bool:
     return any(job.active for job in job_queue().jobs(kind))
 
 
-def no_results(kind: JobKind, where: str, message: str, note: str = "") -> None:
-    """A page without results: ``message`` (how to get some) and the demo's button under it (``note``: for its
-    caption); while a job of ``kind`` is queued or running (this tab's or another's), one line instead: the results
-    appear when it finishes."""
+def no_results(kind: JobKind, where: str, message: str, note: str = "", demo: str | None = None) -> None:
+    """A page without results: ``message`` (how to get some) and the button of the demo ``demo`` (default: ``kind``'s)
+    under it (``note``: for its caption); while a job of ``kind`` is queued or running (this tab's or another's), one
+    line instead: the results appear when it finishes."""
     if running(kind):
         st.info("A run is under way (progress above): its results appear here when it finishes.")
         return
     st.info(message)
-    demo_button(kind, where, note)
+    demo_button(kind if demo is None else demo, where, note)

@@ -119,7 +119,8 @@ def load_results(out: str | Path) -> list[ProbeResult]:
 
 
 def results_table(results: Sequence[ProbeResult]) -> pd.DataFrame:
-    """Long table: model, task, pooling, layer, accuracy, dev, control, selectivity, majority, l2, n_layers, depth."""
+    """Long table: model, task, pooling, layer, accuracy, dev, control, selectivity, majority, l2, n_layers, depth,
+    best_layer (the layer chosen on dev) and n_test (the test samples behind each accuracy)."""
     import pandas as pd
 
     rows = []
@@ -130,10 +131,11 @@ def results_table(results: Sequence[ProbeResult]) -> pd.DataFrame:
                          "accuracy": r.accuracy[layer], "dev_accuracy": r.dev_accuracy[layer],
                          "control_accuracy": r.control_accuracy[layer], "selectivity": r.selectivity[layer],
                          "majority": r.majority, "l2": r.l2[layer], "n_layers": n,
-                         "depth": layer / max(n - 1, 1), "best_layer": layer == r.best_layer})
+                         "depth": layer / max(n - 1, 1), "best_layer": layer == r.best_layer,
+                         "n_test": len(r.y_test)})
     return pd.DataFrame(rows, columns=["model", "task", "pooling", "layer", "accuracy", "dev_accuracy",
                                        "control_accuracy", "selectivity", "majority", "l2", "n_layers", "depth",
-                                       "best_layer"])
+                                       "best_layer", "n_test"])
 
 
 def best_layer_table(results: Sequence[ProbeResult]) -> pd.DataFrame:

@@ -98,3 +98,63 @@ def test_attention_map_labels_stay_short_for_docstrings():
     assert labels[5] == "5:⏎" and labels[6] == "6:⇥" and labels[9] == "9:⇤"
     assert labels[7] == '7:"""A very lon…' and all(len(label) <= 17 and "\n" not in label for label in labels)
     assert len(set(labels)) == len(labels)
+
+
+def test_layer_heatmap_shows_the_majority_class_and_the_control_task_beside_it(results):
+    """Issue 44: an accuracy near chance (MiniLM's KTX on a small demo) must read as chance, not as a broken heatmap:
+    on the same scale beside the heatmap, each task's majority class and its control task (mean over layers)."""
+    from probes.figures import LAYER_REFERENCES
+
+    table = results_table(results)
+    spec = _spec(layer_heatmap(table, "m1", "accuracy", ["KTX", "LEN"]))
+    heat, refs = spec["data"]
+    assert np.allclose(heat["z"], [[0.2, 0.9, 0.7], [0.6, 0.5, 0.4]])  # the heatmap itself is unchanged
+    assert refs["x"] == list(LAYER_REFERENCES) == ["majority", "control"] and refs["y"] == ["KTX", "LEN"]
+    assert np.allclose(refs["z"], [[0.5, 0.5], [0.5, 0.5]])  # majority, mean control accuracy over layers
+    assert (refs["zmin"], refs["zmax"], refs["colorscale"]) == (heat["zmin"], heat["zmax"], heat["colorscale"])
+    assert refs["xaxis"] == "x2" and "4 test samples" in refs["customdata"][0][0]
+    main, side = spec["layout"]["xaxis"]["domain"], spec["layout"]["xaxis2"]["domain"]
+    assert main[1] < side[0]  # beside it, never over it
+    control = _spec(layer_heatmap(table, "m1", "control_accuracy"))
+    assert [t["x"] for t in control["data"][1:]] == [["majority", "control"]]
+    assert len(_spec(layer_heatmap(table, "m1", "selectivity"))["data"]) == 1  # measured against the control already
+
+
+def _overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+@pytest.mark.parametrize("n", [20, 62, 150, 400])
+def test_attention_map_labels_are_readable_and_the_legend_is_off_the_matrix(n):
+    """Issue 48: labels of at least 10 px, never closer than a label's height (every word while they fit, else the gold
+    edges' words and evenly spaced others, said in the axis title; hover names every cell's words), and the gold-edge
+    legend outside the matrix."""
+    from probes.figures import ATTENTION_FONT_PX, attention_map
+
+    tokens = [f"w{i}" for i in range(n)]
+    edges = [(n // 3, n // 3 + 1, n // 3 + 2), (n - 1, n - 2, n - 2)]
+    fig = attention_map(np.zeros((n, n)), tokens, edges, causal=True, title="t", max_width=940)
+    spec = _spec(fig)
+    layout = spec["layout"]
+    assert layout["width"] <= 940
+    legend = layout["legend"]
+    assert legend["x"] >= 1 and legend["xanchor"] == "left"  # right of the plot area, beside the color bar
+    bar = spec["data"][0]["colorbar"]
+    assert _overlaps((legend["y"], legend["y"] + 0.1), (bar["y"] - bar["len"], bar["y"])) is False
+    side = layout["width"] - layout["margin"]["l"] - layout["margin"]["r"]
+    assert side == layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]  # square cells
+    for axis, words in (("xaxis", [n // 3, n - 1]), ("yaxis", [n // 3 + 1, n - 2])):
+        ax = layout[axis]
+        assert ax["tickfont"]["size"] >= ATTENTION_FONT_PX >= 10
+        shown = [int(v.split(":")[0]) for v in ax["tickvals"]]
+        assert ax["ticktext"] == ax["tickvals"]
+        gaps = np.diff(shown) * side / n  # px between two labels
+        assert len(shown) == n or gaps.min() >= ATTENTION_FONT_PX, (axis, shown)
+        assert set(words) <= set(shown)  # the gold edges' words are always labelled
+        if len(shown) < n:
+            assert len(shown) >= side / (3 * ATTENTION_FONT_PX)  # a subset, not a handful
+            assert "hover" in layout["xaxis"]["title"]["text"]
+    assert spec["layout"]["xaxis"]["tickangle"] == -90
+    if n <= 40:
+        assert len(layout["xaxis"]["tickvals"]) == n  # short snippets: every word
+    assert spec["data"][0]["hovertemplate"].startswith("from %{y}<br>to %{x}")  # hover names both words
