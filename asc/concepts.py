@@ -31,14 +31,23 @@ from asc.paths import CATEGORIES_DIR
 from asc.resampling import percentile_bootstrap
 
 __all__ = ["AGGREGATES", "CONFIDENCE_LINE", "DEFAULT_LANGUAGE", "CategoryMap", "language_of", "load_categories", "aggregate_ranges", "aggregate_segments",
-           "bootstrap_median", "check_aggregate", "GLOBAL"]
+           "bootstrap_median", "category_label", "check_aggregate", "GLOBAL", "UNCATEGORIZED"]
 
 AGGREGATES = ("median", "mean", "max")
 GLOBAL = "Global"
+#: the category of a node whose type no category of the mapping lists: a label (tables, exports, hover texts), not a
+#: missing value; the data keep ``None`` (``Explanation.node_category``, runs' Parquet tables) and summaries skip it
+UNCATEGORIZED = "uncategorized"
 DEFAULT_LANGUAGE = "python"  # a run without snippets, a snippet without a language
 #: the paper's "acceptable confidence" line: a value at or above it is confident; the colour scales are centred
 #: on it, the CLI marks categories against it, and a layer "crosses" where a category first reaches it
 CONFIDENCE_LINE = 0.6
+
+
+def category_label(category: object) -> str:
+    """A node's category as tables and exports show it: ``category``, or :data:`UNCATEGORIZED` for ``None`` (NaN in a
+    pandas column)."""
+    return category if isinstance(category, str) else UNCATEGORIZED
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from asc.align import Alignment, AlignOptions, align
-from asc.concepts import CategoryMap, aggregate_segments, check_aggregate, load_categories
+from asc.concepts import CategoryMap, aggregate_segments, category_label, check_aggregate, load_categories
 from asc.display import show
 from asc.errors import InputError
 from asc.models import ModelBundle
@@ -98,7 +98,8 @@ class Explanation:
             nodes.append({
                 "id": i, "type": t.type[i], "named": bool(t.named[i]), "start": int(t.start[i]),
                 "end": int(t.end[i]), "parent": int(t.parent[i]) if t.parent[i] >= 0 else None,
-                "depth": int(t.depth[i]), "category": self.node_category[i], "is_error": bool(t.is_error[i]),
+                "depth": int(t.depth[i]), "category": category_label(self.node_category[i]),
+                "is_error": bool(t.is_error[i]),
                 "is_missing": bool(t.is_missing[i]), "token_slice": [int(al.lo[i]), int(al.hi[i])],
                 "value": _none_if_nan(self.values[i]),
             })
@@ -277,13 +278,15 @@ class SnippetComparison:
         return self.values[a] - self.values[b]
 
     def disagreements(self, a: int = 0, b: int = 1, k: int = 15, named_only: bool = True) -> pd.DataFrame:
-        """The ``k`` nodes with the largest |A - B|, with both values and the node's text."""
+        """The ``k`` nodes with the largest |A - B|, with their category (``uncategorized`` when none lists the node),
+        both values and the node's text."""
         import pandas as pd
 
         ex = self.explanations[0]
         t = ex.tree
         diff = self.difference(a, b)
-        rows = [{"id": i, "type": t.type[i], "category": ex.node_category[i], self.models[a]: self.values[a, i],
+        rows = [{"id": i, "type": t.type[i], "category": category_label(ex.node_category[i]),
+                 self.models[a]: self.values[a, i],
                  self.models[b]: self.values[b, i], "difference": diff[i], "text": t.text(i, limit=60)}
                 for i in range(t.n_nodes) if not np.isnan(diff[i]) and (t.named[i] or not named_only)]
         table = pd.DataFrame(rows)

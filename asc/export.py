@@ -5,17 +5,19 @@ or carriage return), so a participant's comment ``=HYPERLINK(...)`` or a model n
 researcher's spreadsheet. :func:`spreadsheet_safe` prefixes such text cells (and column or index labels)
 with a single quote, the spreadsheets' own "this is text" mark; numbers stay numbers, also negative ones.
 :func:`csv_text` is the CSV of the safe table, as ``DataFrame.to_csv`` writes it, except that a field holding a
-carriage return is quoted (so it cannot end a row).
+carriage return is quoted (so it cannot end a row) and a cell without a value carries the word that says why
+(:mod:`asc.missing`: ``absent`` unless the caller names another), never an empty field.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import math
 from typing import Any
 
 import pandas as pd
+
+from asc.missing import ABSENT, is_missing
 
 __all__ = ["FORMULA_STARTS", "csv_text", "spreadsheet_safe"]
 
@@ -43,14 +45,9 @@ def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _cell(value: Any) -> Any:
-    if value is None or value is pd.NaT or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return value
-
-
-def csv_text(df: pd.DataFrame, index: bool = False) -> str:
-    """The CSV of :func:`spreadsheet_safe` ``(df)`` (header row, then one row per record; ``index``: index first)."""
+def csv_text(df: pd.DataFrame, index: bool = False, missing: str = ABSENT) -> str:
+    """The CSV of :func:`spreadsheet_safe` ``(df)`` (header row, then one row per record; ``index``: index first); a
+    cell without a value (None, NaN, NA) reads ``missing``, a word of :data:`asc.missing.MISSING_WORDS`."""
     safe = spreadsheet_safe(df)
     # "\r\n" as the writer's terminator makes it quote fields that hold a CR or LF (with "\n" alone a bare CR
     # would end the row in a spreadsheet); each row's terminator is then written as "\n", as pandas does
@@ -68,5 +65,5 @@ def csv_text(df: pd.DataFrame, index: bool = False) -> str:
     write([*names, *safe.columns])
     for key, row in zip(safe.index, safe.itertuples(index=False, name=None)):
         keys = (key if isinstance(key, tuple) else (key,)) if index else ()
-        write([_cell(v) for v in (*keys, *row)])
+        write([missing if is_missing(v) else v for v in (*keys, *row)])
     return "".join(lines)

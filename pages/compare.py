@@ -18,9 +18,10 @@ from asc import AscError, embedded_names
 from asc import paths as asc_paths
 from asc.explain import SnippetComparison, compare_snippet
 from asc.export import csv_text
+from asc.missing import json_records
 from asc.viz import TREE_VIEWS, figure_html, tree_figure
 from asc.viz.compare import difference_tree, node_values, summary_table
-from asc.viz.tables import shown
+from asc.viz.tables import disagreement_table, shown
 from ui import cache, charts, gate, guards, widgets
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
@@ -28,7 +29,7 @@ gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 settings = widgets.current_settings()
 st.title("Compare models on one snippet")
 st.caption("Each model's AsC-Eval on the same syntax tree, and model A minus model B per node on a diverging "
-           "scale (blue: A more confident, red: B more confident).")
+           "scale of its own (purple: A more confident, orange: B more confident; red to blue is confidence).")
 
 examples = widgets.examples()
 if "cmp_code" not in st.session_state:
@@ -75,8 +76,10 @@ comp = found
 
 exs = comp.explanations
 table = summary_table(comp)  # a row per measure, a column per model
-st.dataframe(shown(table, comp.models, missing="absent"), hide_index=True, width="stretch")
-st.caption(f"{exs[0].tree.n_nodes} AST nodes shared by all models; tokens differ per tokenizer; 'absent': no "
+st.dataframe(shown(table, comp.models), hide_index=True, width="stretch", key="cmp_summary",
+             height=charts.table_height(len(table)))  # every row in view, no inner scroll
+st.caption(f"{len(table)} rows: cross-entropy, perplexity, tokens and {len(table) - 3} categories. "
+           f"{exs[0].tree.n_nodes} AST nodes shared by all models; tokens differ per tokenizer; 'absent': no "
            "node of that category in the snippet.")
 
 view = st.radio("Tree", TREE_VIEWS, horizontal=True, key="cmp_view",
@@ -96,7 +99,8 @@ diff_fig = difference_tree(comp, a, b, view, max_width=charts.MAIN_PX)  # its sc
 charts.panel_chart(st, diff_fig, "cmptree_diff", "cmpbox_diff", charts.MAIN_PX, config={"displaylogo": False})
 worst = comp.disagreements(a, b, k=15)
 st.markdown("**Nodes where they disagree most**")
-st.dataframe(worst, hide_index=True, width="stretch")
+st.dataframe(disagreement_table(worst, [comp.models[a], comp.models[b]]), hide_index=True, width="stretch",
+             key="cmp_worst")
 
 with st.expander("Export"):
     e1, e2 = st.columns(2)
@@ -104,7 +108,7 @@ with st.expander("Export"):
                        on_click="ignore", key="dl_cmp_summary")
     e1.download_button("Node values (CSV)", lambda: csv_text(node_values(comp)), "compare-nodes.csv", "text/csv",
                        on_click="ignore", key="dl_cmp_nodes")
-    e1.download_button("Disagreements (JSON)", lambda: json.dumps(worst.to_dict(orient="records"), default=str),
+    e1.download_button("Disagreements (JSON)", lambda: json.dumps(json_records(worst), allow_nan=False),
                        "compare-disagreements.json", "application/json", on_click="ignore", key="dl_cmp_json")
     e2.download_button("Difference tree (HTML)", lambda: figure_html(diff_fig), "difference-tree.html", "text/html",
                        on_click="ignore", key="dl_cmp_diff")

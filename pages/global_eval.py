@@ -10,6 +10,8 @@ from __future__ import annotations
 import ui.preload  # noqa: F401  (first: imports the backend once, in one thread: ui/preload.py)
 
 # isort: split
+import json
+
 import pandas as pd
 import streamlit as st
 
@@ -22,11 +24,13 @@ from asc.corpus.listing import run_folders
 from asc.corpus.summary import box_table, difference_table, run_labels, summary_categories, type_table, wide_table
 from asc.export import csv_text
 from asc.jobs import Job, JobKind
+from asc.missing import json_records
 from asc.viz import category_bars, concept_treemap, difference_bars, figure_html, styled_table, value_distribution
+from asc.viz.colors import NEUTRAL
 from asc.viz.corpus_depth import depth_curves, layer_heatmap
 from asc.viz.forks import fork_bars
 from asc.viz.tables import shown
-from ui import access, cache, gate, guards, jobs, widgets
+from ui import access, cache, charts, gate, guards, jobs, widgets
 from ui.corpus_attribution_view import attribution_section
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
@@ -102,12 +106,13 @@ wide = wide_table(summary)
 
 st.subheader("AsC-Eval per model (Table I)")
 table1 = styled_table(wide, threshold)
-st.dataframe(table1, hide_index=True, width="stretch", key="table1", height=35 * (len(table1.data) + 1) + 3)  # no scroll
+st.dataframe(table1, hide_index=True, width="stretch", key="table1", height=charts.table_height(len(table1.data)))
 st.caption(f"A row per category, a column per run. Bootstrapped median of node values ({n_boot} resamples of "
            f"{method}s, seed {seed}; medians within 0.5e-4 of the exact ones); red below {threshold:g}, blue at or "
-           "above; 'absent': no node of that category in the corpus.")
+           "above, paler within 0.1 of it; 'absent': no node of that category in the corpus.")
 with st.expander("Intervals and counts (long table)"):
-    st.dataframe(shown(summary, ["median", "ci_low", "ci_high", "boot_std"]), hide_index=True, width="stretch")
+    st.dataframe(shown(summary, ["median", "ci_low", "ci_high", "boot_std"]), hide_index=True, width="stretch",
+                 key="intervals")
 bars = category_bars(summary, threshold)
 st.plotly_chart(bars, key="bars")
 
@@ -126,7 +131,7 @@ st.dataframe(behind, hide_index=True, width="stretch", key="types_behind",  # th
                             "nodes": st.column_config.NumberColumn(width=55),
                             "snippets": st.column_config.NumberColumn(width=65),
                             "share": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f",
-                                                                     width=80)})
+                                                                     width=80, color=NEUTRAL)})  # no quantity's color
 treemap = concept_treemap(types_all)
 st.plotly_chart(treemap, key="treemap")
 
@@ -160,11 +165,12 @@ else:
     curve_cat = l2.selectbox("Across depth", _layer_categories(layers_all), key="layer_cat")
     curves = depth_curves(layers_all, curve_cat, threshold)
     l2.plotly_chart(curves, key="layer_curves")
-    st.dataframe(crossing_table(layers_all, threshold), hide_index=True, width="stretch",
-                 column_config={"crossing_depth": st.column_config.NumberColumn(format="%.2f"),
-                                "output": st.column_config.NumberColumn(format="%.3f")})
+    crossings = shown(crossing_table(layers_all, threshold), ["crossing"], digits=0)
+    crossings = shown(shown(crossings, ["crossing_depth"], digits=2), ["output"])
+    st.dataframe(crossings, hide_index=True, width="stretch", key="crossings")
     st.caption(f"Median node value per syntax category at every layer (layer 0 = embeddings), read through the "
-               f"model's own final norm and head; the ring marks the first layer at or above {threshold:g}. "
+               f"model's own final norm and head; the ring marks the first layer at or above {threshold:g} "
+               "('absent': no layer reaches it). "
                "Relative depth = layer / number of layers, so models of different depth share an axis.")
 
 st.subheader("Fork points (where models hesitate)")
@@ -179,9 +185,8 @@ else:
     forks_all = pd.concat(fork_tables, ignore_index=True)
     fork_fig = fork_bars(forks_all)
     st.plotly_chart(fork_fig, key="fork_bars")
-    st.dataframe(forks_all, hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                for c in ("rate", "ci_low", "ci_high", "boot_std")})
+    st.dataframe(shown(forks_all, ["rate", "ci_low", "ci_high", "boot_std"]), hide_index=True, width="stretch",
+                 key="fork_table")
     st.caption(f"Share of each category's tokens that are fork points (the model's top-2 margin is small or its "
                f"entropy high: the thresholds each run was made with), pooled over the corpus; 95% intervals from "
                f"{n_boot} resamples of snippets (seed {seed}).")
@@ -194,7 +199,7 @@ with st.expander("Export"):
                        on_click="ignore", key="dl_wide")
     e1.download_button("Intervals (CSV)", lambda: csv_text(summary), "asc-eval-intervals.csv", "text/csv",
                        on_click="ignore", key="dl_long")
-    e1.download_button("Intervals (JSON)", lambda: summary.to_json(orient="records", indent=1),
+    e1.download_button("Intervals (JSON)", lambda: json.dumps(json_records(summary), indent=1, allow_nan=False),
                        "asc-eval-intervals.json", "application/json", on_click="ignore", key="dl_long_json")
     e2.download_button("Node types (CSV)", lambda: csv_text(types_all), "asc-eval-node-types.csv",
                        "text/csv", on_click="ignore", key="dl_types")

@@ -107,10 +107,10 @@ table_tab, context_tab, confusion_tab, items_tab = st.tabs(["Table 2", "By conte
                                                             "Items"])
 with table_tab:
     wide = table2(accuracy)
-    st.dataframe(shown_table(wide, TASKS, missing="no answers"), hide_index=True, width="stretch", key="gc_table2")
+    st.dataframe(shown_table(wide, TASKS), hide_index=True, width="stretch", key="gc_table2")
     st.caption("Test split. NAME: character-level BLEU of the generated name; the others: accuracy (exact match); "
-               "items that do not fit the window at a level are skipped there (counted in the full table); 'no "
-               "answers': the model has not answered that task at that level (not run, or every item skipped). "
+               "items that do not fit the window at a level are skipped there (counted in the full table); "
+               "'absent': the model has not answered that task at that level (not run, or every item skipped). "
                "Rows named *paper:* are glueCode's Table 2: Java, models fine-tuned on each task; ours are Python "
                "and zero-shot, so they are a reference point, not a race. " + NULL_CAVEAT)
     st.markdown("**Trivial baselines** (fitted on the dev split, scored on test)")

@@ -17,11 +17,13 @@ from dataclasses import replace
 import streamlit as st
 
 from asc import AscError
+from asc.concepts import category_label
 from asc.explain import check_source
 from asc.export import csv_text
 from asc.generate import FEW_TOKENS, first_lines, stop_message
+from asc.missing import ABSENT
 from asc.viz import TREE_VIEWS, category_figure, figure_html, sequence_html, standalone_html, tree_figure
-from asc.viz.tables import token_table, weakest_table
+from asc.viz.tables import node_export, token_export, token_table, weakest_table
 from ui import branches_view, cache, charts, depth_view, gate, guards, patch_view, why_view, widgets
 from ui.results import Decoding, InspectorResult
 
@@ -188,8 +190,10 @@ def views() -> None:
     if selected is not None:
         t = ex.tree
         value = shown.values[selected]
-        st.markdown(f"**Node {selected}: `{t.type[selected]}`** · category: {ex.node_category[selected] or '—'} · "
-                    f"value ({ex.aggregate}): {'—' if value != value else f'{value:.3f}'} · depth {t.depth[selected]}"
+        shown_value = ABSENT if value != value else f"{value:.3f}"
+        st.markdown(f"**Node {selected}: `{t.type[selected]}`** · category: "
+                    f"{category_label(ex.node_category[selected])} · value ({ex.aggregate}): {shown_value} · "
+                    f"depth {t.depth[selected]}"
                     + (" · ERROR" if t.is_error[selected] else "") + (" · MISSING" if t.is_missing[selected] else ""))
         d1, d2 = st.columns([2, 3])
         d1.code(t.text(selected) or "(empty)", language=t.language)
@@ -210,9 +214,9 @@ branches_view.section(result, branches, opened, fork_cfg)
 
 with st.expander("Export"):
     e1, e2, e3, e4 = st.columns(4)
-    e1.download_button("Tokens CSV", lambda: csv_text(ex.token_frame()), "tokens.csv", "text/csv",
+    e1.download_button("Tokens CSV", lambda: csv_text(token_export(ex)), "tokens.csv", "text/csv",
                        on_click="ignore", key="dl_tokens_csv")
-    e1.download_button("Nodes CSV", lambda: csv_text(ex.node_frame()), "nodes.csv", "text/csv",
+    e1.download_button("Nodes CSV", lambda: csv_text(node_export(ex)), "nodes.csv", "text/csv",
                        on_click="ignore", key="dl_nodes_csv")
     e2.download_button("Result JSON", lambda: json.dumps(ex.to_dict(), ensure_ascii=False, allow_nan=False),
                        "asc-eval.json", "application/json", on_click="ignore", key="dl_json")

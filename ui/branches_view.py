@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from asc.branching.branches import MAX_EXPLORE
@@ -33,8 +34,11 @@ from asc.errors import AscError
 from asc.explain import Explanation
 from asc.export import csv_text
 from asc.generate import Completion
+from asc.missing import ABSENT
 from asc.viz import TREE_VIEWS, branch_compare_figures, branch_tree_figure, figure_html
+from asc.viz.colors import FORK_RATE_SCALE
 from asc.viz.html import visible_whitespace
+from asc.viz.tables import shown as shown_table
 from ui import access, cache, charts, widgets
 from ui.results import InspectorResult
 
@@ -73,7 +77,7 @@ def colour_options(shown: Explanation, forks: ForkPoints | None) -> dict[str, An
                     help="fork rate: the share of a node's tokens that are fork points (0 to 1, NaN = grey)")
     if mode != "fork" or forks is None:
         return {}
-    return {"values": node_fork_rate(shown, forks), "colorscale": "Purples", "value_label": "fork rate"}
+    return {"values": node_fork_rate(shown, forks), "colorscale": FORK_RATE_SCALE, "value_label": "fork rate"}
 
 
 def _key(result: InspectorResult, comp: Completion) -> tuple:
@@ -125,7 +129,7 @@ def open_picker(tree: BranchTree | None) -> BranchNode | None:
 
 
 def _fmt(x: float, digits: int = 3) -> str:
-    return "—" if math.isnan(x) else f"{x:.{digits}f}"
+    return ABSENT if math.isnan(x) else f"{x:.{digits}f}"
 
 
 def tree_json(tree: BranchTree) -> str:
@@ -299,12 +303,13 @@ def _compare(tree: BranchTree, node: BranchNode) -> tuple[Any, ...]:
     table = diff_frame(ea, eb, diff, named_only=view == "partial")
     cats = category_frame(ea, eb, names)
     st.markdown("**Nodes that differ** (source order)")  # the main column's width: ten columns cut in 3/5 of it
-    st.container(key="br_diff").dataframe(table, hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("value_a", "value_b")})
+    shown_diff = shown_table(shown_table(table, ["node_a", "node_b"], digits=0), ["value_a", "value_b"],
+                             words=["text_a", "text_b"])  # 'absent': no node on that side, or no value
+    st.container(key="br_diff").dataframe(shown_diff, hide_index=True, width="stretch")
     d1, _ = st.columns([3, 2])
     d1.markdown("**AsC-Eval per category**")
-    d1.dataframe(cats, hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in (*names, "difference")})
+    d1.dataframe(shown_table(cats, [*names, "difference"]), hide_index=True, width="stretch", key="br_cats")
+    d1.caption("'absent': no node of that category on that side (no value), or no node on that side at all.")
     return table, figs, names
 
 
@@ -319,7 +324,8 @@ def _tests(tree: BranchTree) -> None:
     runs = [cache.cached_tests(n.explanation.source) for n in tree.nodes]
     rows = [{"completion": n.label, "passed": r.passed, "result": r.result, "mean AsC-Eval from the fork": n.mean_value}
             for n, r in zip(tree.nodes, runs, strict=True)]
-    st.dataframe(rows, hide_index=True, width="stretch", key="br_tests")
+    st.dataframe(shown_table(pd.DataFrame(rows), ["mean AsC-Eval from the fork"]), hide_index=True, width="stretch",
+                 key="br_tests")
     split = confidence_split([r.passed for r in runs], [n.mean_value for n in tree.nodes])
     st.caption(f"Mean AsC-Eval from the fork on: passing {_fmt(split.mean_passing)} ({split.n_passing}), "
                f"failing {_fmt(split.mean_failing)} ({split.n_failing}).")

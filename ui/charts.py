@@ -5,7 +5,8 @@ that window (``tests/e2e/test_fit.py`` checks every page's figures against their
 the main column, :func:`panel_px` for one of ``n`` columns. Tree figures are drawn to fit a panel
 (``tree_figure(max_width=...)``); :func:`panel_chart` shows one at its own width and, when it is wider than its panel
 all the same (a very deep tree, a narrower window), makes the overflow obvious: an always visible scrollbar and a
-line that says so. :func:`fit_square` shrinks a square map to its panel.
+line that says so. :func:`fit_square` shrinks a square map to its panel. :func:`table_height` is the height at which a
+dataframe shows every row without a scrollbar of its own.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ WINDOW_PX = (1400, 1000)  # the browser window the panel widths below are measur
 MAIN_PX = 940  # Streamlit's wide layout at that window: the main column, sidebar open
 STUDY_PX = 1200  # the study page at that window: no sidebar
 COLUMN_GAP_PX = 16  # st.columns' default gap ("small", 1rem)
+TABLE_ROW_PX = 35  # a dataframe's row (and header) height, Streamlit's default
 OVERFLOW_HINT = "This tree is wider than its panel: scroll sideways with the bar under it"
 
 
@@ -33,6 +35,12 @@ def overflow_css(key: str, box: str, width: float) -> str:
             f"{scroller}::-webkit-scrollbar{{height:12px}}"
             f"{scroller}::-webkit-scrollbar-thumb{{background:#8a8a8a;border-radius:6px}}"
             f"{scroller}::-webkit-scrollbar-track{{background:#ececec}}</style>")
+
+
+def table_height(rows: int) -> int:
+    """The height (px) of an ``st.dataframe`` of ``rows`` rows that shows them all, header included, with no inner
+    scrollbar (Streamlit's default caps a table at about 10 rows and scrolls the rest out of sight)."""
+    return TABLE_ROW_PX * (rows + 1) + 3
 
 
 def fit_square(fig: Any, panel: int) -> Any:

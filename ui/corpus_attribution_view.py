@@ -17,8 +17,10 @@ import streamlit as st
 from asc.errors import CorpusError
 from asc.export import csv_text
 from asc.jobs import JobKind
+from asc.missing import json_records
 from asc.viz import figure_html
-from asc.viz.attribution_matrix import distance_curves, matrix_heatmap
+from asc.viz.attribution_matrix import distance_curves, matrix_heatmap, matrix_table
+from asc.viz.tables import shown
 from asc.why.corpus import DEFAULT_K
 from asc.why.corpus_run import (
     ATTRIBUTE_CORPUS_COMMAND,
@@ -112,16 +114,16 @@ def attribution_section(chosen: list[Path], labels: list[str], n_boot: int, seed
     heat, curves = matrix_heatmap(matrix), distance_curves(matrix)
     st.plotly_chart(heat, key="attr_matrix")
     st.plotly_chart(curves, key="attr_distance")
-    table, distance = matrix.frame(), matrix.distance_frame()
-    st.dataframe(table, hide_index=True, width="stretch", key="attr_table",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                for c in ("share", "ci_low", "ci_high", "signed")})
+    table, distance = matrix_table(matrix), matrix.distance_frame()  # absent cells: missing, not 0
+    st.dataframe(shown(shown(table, ["share", "ci_low", "ci_high"]), ["signed"], digits=4), hide_index=True,
+                 width="stretch", key="attr_table")
     st.caption(f"Gradient x input of {int(matrix.n_targets.sum())} target nodes in {matrix.n_snippets_all} snippets "
                f"(k = {matrix.k} per snippet, stratified by category; a node's target is the mean log-probability of "
                "its predicted tokens). A cell: the mean over the row's targets of the share of the absolute "
                "attribution on the prompt tokens of the column's category (categories overlap where nodes nest, so a "
                f"row need not add up to 1); {round(100 * matrix.ci)}% intervals from {matrix.n_boot} resamples of "
-               f"snippets (seed {matrix.seed}). Distance: edges on the tree path from a token's node to the target.")
+               f"snippets (seed {matrix.seed}). Distance: edges on the tree path from a token's node to the target. "
+               "'absent': no token of the column's category in the prompts of the row's targets.")
     with st.expander("Export the attribution matrix"):
         e1, e2, e3 = st.columns(3)
         e1.download_button("Matrix (CSV)", lambda: csv_text(table), "attribution-matrix.csv", "text/csv",
@@ -129,8 +131,8 @@ def attribution_section(chosen: list[Path], labels: list[str], n_boot: int, seed
         e1.download_button("Distance shares (CSV)", lambda: csv_text(distance), "attribution-distance.csv",
                            "text/csv", on_click="ignore", key="dl_attr_dist_csv")
         e2.download_button("Matrix and distances (JSON)",
-                           lambda: json.dumps({"matrix": json.loads(table.to_json(orient="records")),
-                                               "distance": json.loads(distance.to_json(orient="records"))}, indent=1),
+                           lambda: json.dumps({"matrix": json_records(table), "distance": json_records(distance)},
+                                              indent=1, allow_nan=False),
                            "attribution-matrix.json", "application/json", on_click="ignore", key="dl_attr_json")
         e3.download_button("Matrix heatmap (HTML)", lambda: figure_html(heat), "attribution-matrix.html", "text/html",
                            on_click="ignore", key="dl_attr_heat")

@@ -22,6 +22,7 @@ import numpy as np
 
 from asc.branching.branches import Branch, mean_value
 from asc.branching.treediff import TreeDiff
+from asc.concepts import category_label
 from asc.display import show
 from asc.errors import InputError
 from asc.explain import Explanation
@@ -161,7 +162,8 @@ def _value(ex: Explanation, node: int) -> float:
 def diff_frame(a: Explanation, b: Explanation, diff: TreeDiff, named_only: bool = False) -> pd.DataFrame:
     """One row per node that differs between ``a``'s and ``b``'s trees (``diff`` = ``ast_diff(a.tree, b.tree)``),
     in source order: ``status`` (removed: only in A, added: only in B, changed: a matched leaf whose text differs),
-    each side's node id, type, category, AsC-Eval value and text, and ``first`` on the first divergence."""
+    each side's node id, type, category (``uncategorized`` when no category lists it), AsC-Eval value and text
+    (missing on the side without the node: ``absent`` as shown and exported), and ``first`` on the first divergence."""
     import pandas as pd
 
     rows: list[tuple[str, int, int]] = [("removed", int(i), -1) for i in diff.removed]
@@ -174,10 +176,10 @@ def diff_frame(a: Explanation, b: Explanation, diff: TreeDiff, named_only: bool 
         if named_only and not ref_ex.tree.named[ref]:
             continue
         out.append({"status": status, "node_a": i if i >= 0 else None, "node_b": j if j >= 0 else None,
-                    "type": ref_ex.tree.type[ref], "category": ref_ex.node_category[ref],
+                    "type": ref_ex.tree.type[ref], "category": category_label(ref_ex.node_category[ref]),
                     "value_a": _value(a, i), "value_b": _value(b, j),
-                    "text_a": a.tree.text(i, limit=60) if i >= 0 else "",
-                    "text_b": b.tree.text(j, limit=60) if j >= 0 else "",
+                    "text_a": a.tree.text(i, limit=60) if i >= 0 else None,
+                    "text_b": b.tree.text(j, limit=60) if j >= 0 else None,
                     "first": first is not None and ((i >= 0 and i == first[0]) or (j >= 0 and j == first[1])),
                     "_start": int(ref_ex.tree.start[ref]), "_depth": int(ref_ex.tree.depth[ref])})
     cols = ["status", "node_a", "node_b", "type", "category", "value_a", "value_b", "text_a", "text_b", "first"]

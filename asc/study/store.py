@@ -385,7 +385,8 @@ class StudyStore:
                             columns=["group", "name", "view", "assigned", "consented", "background_done", "finished"])
 
     def export_csv(self, path: str | Path) -> Path:
-        """All responses (:meth:`responses`) as CSV (spreadsheet-safe: :func:`asc.export.csv_text`), written atomically."""
+        """All responses (:meth:`responses`) as CSV (spreadsheet-safe: :func:`asc.export.csv_text`; a blank answer and
+        a background row's sample read ``absent``), written atomically."""
         text = csv_text(self.responses())
         return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 

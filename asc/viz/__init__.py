@@ -1,6 +1,6 @@
 """AsC-Viz: pure figure builders (results in, plotly figures or HTML strings out; nothing computed).
 
-- :mod:`asc.viz.colors`: the shared red-to-blue value scale and model palette;
+- :mod:`asc.viz.colors`: one palette per quantity (red-to-blue for confidence only) and the model palette;
 - :mod:`asc.viz.layout`: the tree layout (node positions, folding) of a syntax tree;
 - :mod:`asc.viz.snippet`: one snippet's tree, sequence view and category bars;
 - :mod:`asc.viz.corpus`: corpus-level figures (Table I bars, distributions, treemap, differences);

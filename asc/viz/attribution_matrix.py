@@ -2,8 +2,11 @@
 table).
 
 * :func:`matrix_heatmap`: target category (rows) x source category (columns), the mean share of the absolute
-  attribution on a sequential 0-1 scale, each cell's value printed and its snippet-bootstrap interval and counts in
-  the hover text;
+  attribution on the share scale (:data:`asc.viz.colors.SHARE_SCALE`, 0 to 1), each cell's value printed and its
+  snippet-bootstrap interval and counts in the hover text; a source category absent from every prompt of the row's
+  targets reads ``absent`` and is left uncolored, never a ``0.00`` that would pass for a measured share;
+* :func:`matrix_table`: the matrix as a long table (the shown table and the exports), an absent cell's numbers
+  missing (the CSV writes ``absent``, the JSON ``null`` with its reason);
 * :func:`distance_curves`: the mean share of attribution by AST distance bin from the target, all targets (with the
   interval as a band) and one line per target category.
 
@@ -17,15 +20,34 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from asc.concepts import GLOBAL
-from asc.viz.colors import MODEL_COLORS
+from asc.missing import ABSENT
+from asc.viz.colors import MODEL_COLORS, SHARE_SCALE
 from asc.viz.html import escape_text
 
 if TYPE_CHECKING:
+    import pandas as pd
     import plotly.graph_objects as go
 
     from asc.why.matrix import AttributionMatrix
 
-__all__ = ["distance_curves", "matrix_heatmap"]
+__all__ = ["absent_cells", "distance_curves", "matrix_heatmap", "matrix_table"]
+
+
+def absent_cells(matrix: AttributionMatrix) -> np.ndarray:
+    """(R, C) bool: the cells whose source category had no token in any prompt of the row's targets. A share is the
+    absolute attribution on the category's tokens over the whole prompt's (:mod:`asc.why.matrix`: a category with no
+    token holds 0), and an absolute gradient x input is never exactly 0 on a real token, so a mean share of exactly 0
+    means no token of that category was there."""
+    return np.asarray(matrix.share == 0.0)
+
+
+def matrix_table(matrix: AttributionMatrix) -> pd.DataFrame:
+    """:meth:`~asc.why.matrix.AttributionMatrix.frame` with every absent cell's ``share``, ``ci_low``, ``ci_high`` and
+    ``signed`` missing (NaN: ``absent`` in the shown table and the CSV), not 0."""
+    frame = matrix.frame()
+    gone = absent_cells(matrix).ravel()  # frame(): rows in (target, source) order, as the matrix
+    frame.loc[gone, ["share", "ci_low", "ci_high", "signed"]] = np.nan
+    return frame
 
 
 def matrix_heatmap(matrix: AttributionMatrix) -> go.Figure:
@@ -37,9 +59,12 @@ def matrix_heatmap(matrix: AttributionMatrix) -> go.Figure:
     cols = [escape_text(s) for s in m.sources]
     counts = np.broadcast_to(np.stack([m.n_targets, m.n_snippets], axis=1)[:, None, :], (*m.share.shape, 2))
     custom = np.concatenate([np.stack([m.ci_low, m.ci_high, m.signed], axis=-1), counts], axis=-1)
-    text = np.where(np.isnan(m.share), "", np.vectorize(lambda v: f"{v:.2f}")(np.nan_to_num(m.share)))
+    gone = absent_cells(m)
+    text = np.where(gone, ABSENT, np.where(np.isnan(m.share), "", np.vectorize(lambda v: f"{v:.2f}")(
+        np.nan_to_num(m.share))))
     fig = go.Figure(go.Heatmap(
-        z=m.share, x=cols, y=rows, zmin=0, zmax=1, colorscale="Blues", colorbar={"title": "share"},
+        z=np.where(gone, np.nan, m.share), x=cols, y=rows, zmin=0, zmax=1, colorscale=SHARE_SCALE,
+        colorbar={"title": {"text": "share"}}, hoverongaps=False,
         text=text, texttemplate="%{text}", customdata=custom,
         hovertemplate=("target %{y}, source %{x}: share %{z:.3f} [%{customdata[0]:.3f}, %{customdata[1]:.3f}], "
                        "mean signed %{customdata[2]:.4f}; %{customdata[3]} targets in %{customdata[4]} snippets"

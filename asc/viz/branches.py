@@ -9,8 +9,9 @@ forced token, its probability and rank; ``customdata`` is the branch id (a click
 :func:`branch_compare_figures` draws two explanations' trees (:func:`asc.viz.snippet.tree_figure`, colored by
 value) with the nodes that :func:`asc.branching.treediff.ast_diff` found different ringed: orange where a node exists on
 one side only (removed from A, added in B), green where a matched leaf's text changed, and a thick magenta ring
-on the first node where they part. A node the view hides (punctuation in the partial AST, a folded chain) rings
-its nearest shown ancestor.
+on the first node where they part. A ring is a box drawn under the node and its whole label, outside both (a tint
+and an outline in the ring's color), so the label stays readable; an invisible marker on the node carries the ring's
+hover text. A node the view hides (punctuation in the partial AST, a folded chain) rings its nearest shown ancestor.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ import numpy as np
 from asc.branching.tree import BranchTree
 from asc.branching.treediff import TreeDiff
 from asc.explain import Explanation
-from asc.viz.colors import COLORSCALE
+from asc.missing import ABSENT
+from asc.viz.colors import COLORSCALE, blend
 from asc.viz.html import escape_text, visible_whitespace
 from asc.viz.layout import tree_layout
 from asc.viz.snippet import tree_figure
+from asc.viz.treefit import text_px
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["DIFF_COLORS", "branch_compare_figures", "branch_tree_figure"]
 
 DIFF_COLORS = {"only": "#ff7f0e", "changed": "#2ca02c", "first": "#d000d0"}
+TEXT_START_PX = 8.5  # plotly starts a node's label this far right of its center (asc.viz.treefit.MARKER_PX)
 
 
 def _rows(tree: BranchTree) -> list[int]:
@@ -54,7 +58,7 @@ def _quoted(text: str) -> str:
 
 
 def _fmt(x: float, digits: int = 3) -> str:
-    return "—" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+    return ABSENT if x is None or math.isnan(x) else f"{x:.{digits}f}"
 
 
 def branch_tree_figure(tree: BranchTree, selected: int | None = None) -> go.Figure:
@@ -120,16 +124,23 @@ def branch_tree_figure(tree: BranchTree, selected: int | None = None) -> go.Figu
     return fig
 
 
+Point = tuple[float, float]
+
+
 def _positions(fig: go.Figure, ex: Explanation, view: Literal["partial", "complete"],
-               collapse_unary: bool) -> dict[int, tuple[float, float]]:
-    """Drawn position of every node of ``ex``'s tree: its box's, else its nearest shown ancestor's."""
-    drawn: dict[int, tuple[float, float]] = {}
+               collapse_unary: bool) -> tuple[dict[int, Point], dict[Point, float]]:
+    """Drawn position of every node of ``ex``'s tree (its box's, else its nearest shown ancestor's), and the width in
+    pixels of the label drawn at each position."""
+    drawn: dict[int, Point] = {}
+    label: dict[Point, float] = {}
     for trace in fig.data:
         if trace.name in ("value", "no tokens") and trace.customdata is not None:
-            for node, x, y in zip(trace.customdata, trace.x, trace.y, strict=True):
+            size = float(trace.textfont.size or 11)
+            for node, x, y, text in zip(trace.customdata, trace.x, trace.y, trace.text, strict=True):
                 drawn[int(node)] = (float(x), float(y))
+                label[(float(x), float(y))] = text_px(html.unescape(str(text)), size)
     lay = tree_layout(ex.tree, view, None, collapse_unary)
-    pos: dict[int, tuple[float, float]] = {}
+    pos: dict[int, Point] = {}
     for top, members in zip(lay.node.tolist(), lay.members, strict=True):
         for m in members:
             if top in drawn:
@@ -138,19 +149,26 @@ def _positions(fig: go.Figure, ex: Explanation, view: Literal["partial", "comple
     for i in range(ex.tree.n_nodes):  # pre-order: a parent is placed before its children
         if i not in pos and parent[i] >= 0 and int(parent[i]) in pos:
             pos[i] = pos[int(parent[i])]
-    return pos
+    return pos, label
 
 
-def _rings(fig: go.Figure, pos: dict[int, tuple[float, float]], nodes: list[int], color: str, size: int,
+def _rings(fig: go.Figure, pos: dict[int, Point], label: dict[Point, float], nodes: list[int], color: str, pad: float,
            width: float, name: str, hover: str) -> None:
+    """A box around each node's marker and label (``pad`` px further out, a ``width`` px outline), drawn below the
+    tree so that the label stays on top, and an invisible marker per node for the hover text."""
     import plotly.graph_objects as go
 
     pts = sorted({pos[n] for n in nodes if n in pos})
     if not pts:
         return
+    for x, y in pts:
+        right = x + TEXT_START_PX + label.get((x, y), 0.0) + 3 + pad  # past the label's end
+        fig.add_shape(type="rect", layer="below", x0=x - 9 - pad, x1=right,
+                      y0=y - 0.42 - pad / 18, y1=y + 0.42 + pad / 18, line={"color": color, "width": width},
+                      fillcolor=blend(color, 0.14) if pad == 0 else "rgba(0,0,0,0)", name=name)
     fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers", name=name,
                              hovertext=[hover] * len(pts), hoverinfo="text", showlegend=False,
-                             marker={"size": size, "color": "rgba(0,0,0,0)", "line": {"color": color, "width": width}}))
+                             marker={"size": 12, "color": "rgba(0,0,0,0)", "line": {"color": color, "width": 0}}))
 
 
 def branch_compare_figures(a: Explanation, b: Explanation, diff: TreeDiff, view: Literal["partial", "complete"] = "partial",
@@ -166,12 +184,12 @@ def branch_compare_figures(a: Explanation, b: Explanation, diff: TreeDiff, view:
         title = (f"{name}: {len(only)} node(s) {'removed' if side == 0 else 'added'} (orange), {len(changed)} changed "
                  "(green), first divergence (magenta)")
         fig = tree_figure(ex, view, collapse_unary=collapse_unary, title=title, max_width=max_width)
-        pos = _positions(fig, ex, view, collapse_unary)
-        _rings(fig, pos, only.tolist(), DIFF_COLORS["only"], 20, 2.5, "only here",
+        pos, label = _positions(fig, ex, view, collapse_unary)
+        _rings(fig, pos, label, only.tolist(), DIFF_COLORS["only"], 0, 1.5, "only here",
                "only in this branch" if side else "not in the other branch")
-        _rings(fig, pos, changed, DIFF_COLORS["changed"], 20, 2.5, "changed", "text changed")
+        _rings(fig, pos, label, changed, DIFF_COLORS["changed"], 0, 1.5, "changed", "text changed")
         if first is not None and first[side] >= 0:
-            _rings(fig, pos, [first[side]], DIFF_COLORS["first"], 28, 4, "first divergence",
+            _rings(fig, pos, label, [first[side]], DIFF_COLORS["first"], 3, 3, "first divergence",
                    "the first node where the trees part")
         figs.append(fig)
     return figs[0], figs[1]

@@ -5,7 +5,8 @@
 * :func:`treatment_scatter`: one point per snippet, a concept's AsC-Eval value against the loss (snippet ids,
   which come from corpus files, HTML-escaped);
 * :func:`table2_views`: Table II as shown, in two tables that fit a panel (correlations; the effect and its
-  refuters), a missing cell as the word that says why (``absent``, ``too few``, ``constant``), verdicts in a word.
+  refuters), a missing cell as the word that says why (:mod:`asc.missing`: ``absent``, ``too few``, ``constant``,
+  ``undefined``), verdicts in a word.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from asc.causal import CONFOUNDERS
+from asc.missing import ABSENT, CONSTANT, TOO_FEW, UNDEFINED
+from asc.viz.colors import MAGNITUDE_SCALE
 from asc.viz.html import escape_text
 
 if TYPE_CHECKING:
@@ -63,7 +66,7 @@ def treatment_scatter(table: pd.DataFrame, treatment: str, outcome: str = "loss"
     sub = table.dropna(subset=[treatment, outcome])
     fig = go.Figure(go.Scatter(
         x=sub[treatment], y=sub[outcome], mode="markers", text=[escape_text(i) for i in sub.index],
-        marker={"color": sub[color], "colorscale": "Viridis", "showscale": True, "size": 7, "opacity": 0.8,
+        marker={"color": sub[color], "colorscale": MAGNITUDE_SCALE, "showscale": True, "size": 7, "opacity": 0.8,
                 "colorbar": {"title": {"text": color}}},
         hovertemplate="%{text}<br>value %{x:.3f}<br>loss %{y:.3f}<extra></extra>"))
     fig.update_layout(height=360, xaxis={"title": f"{treatment} (snippet AsC-Eval)", "range": [0, 1.02]},
@@ -78,17 +81,15 @@ def missing_reason(status: object) -> str:
     """The word a Table II cell shows when its value is missing, from its row's ``status``
     (:func:`asc.causal.causal_table`): ``absent`` (no snippet has the concept), ``too few`` (fewer snippets than the
     minimum), ``constant`` (one value in every snippet: nothing to compare), ``undefined`` (an estimated row: a
-    correlation with a constant confounder)."""
+    correlation with a constant confounder; any other status)."""
     text = str(status)
-    if text == "estimated":
-        return "undefined"
     if "absent" in text:
-        return "absent"
+        return ABSENT
     if "needed" in text:
-        return "too few"
+        return TOO_FEW
     if "one value" in text:
-        return "constant"
-    return "missing"
+        return CONSTANT
+    return UNDEFINED
 
 
 def table2_views(results: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -110,7 +111,7 @@ def table2_views(results: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.
     for column in VERDICTS:
         if column in both.columns:
             both[column] = [None if v is None or v != v else str(v).split(":")[0] for v in both[column].tolist()]
-    both["status"] = [r if r not in ("undefined", "missing") else str(s) for r, s in zip(reasons, both["status"])]
+    both["status"] = [r if r != UNDEFINED else str(s) for r, s in zip(reasons, both["status"])]
     head = ["treatment"] + (["model"] if len(results) > 1 else [])
     views = []
     for columns in (CORRELATION_COLUMNS, EFFECT_COLUMNS):

@@ -4,7 +4,8 @@
   column per model: as narrow as the models are few, however many categories there are;
 * :func:`difference_span`: the half-width of the diverging scale of a difference, fitted to its largest value
   (rounded up to a tenth, at least :data:`LEAST_SPAN`), so small gaps stay visible;
-* :func:`difference_tree`: model A minus model B node by node on the shared tree, on that scale;
+* :func:`difference_tree`: model A minus model B node by node on the shared tree, on that scale (purple: A more
+  confident, orange: B);
 * :func:`node_values`: every node's value under each model (the node values export).
 """
 
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from asc.explain import SnippetComparison
+from asc.viz.colors import DIFFERENCE_SCALE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,14 +50,16 @@ def difference_span(diff: np.ndarray, least: float = LEAST_SPAN) -> float:
 
 def difference_tree(comp: SnippetComparison, a: int, b: int, view: Literal["partial", "complete"] = "partial",
                     max_width: int | None = None) -> go.Figure:
-    """Model ``a`` minus model ``b`` on the shared tree (:func:`asc.viz.snippet.tree_figure`, unary chains folded),
-    red-white-blue on the scale :func:`difference_span` fits, its span in the title."""
+    """Model ``a`` minus model ``b`` on the shared tree (:func:`asc.viz.snippet.tree_figure`, unary chains folded), on
+    the model difference scale (:data:`asc.viz.colors.DIFFERENCE_SCALE`: purple where ``a`` is more confident, orange
+    where ``b`` is; red to blue stays confidence) that :func:`difference_span` fits, its span in the title."""
     from asc.viz.snippet import tree_figure
 
     diff = comp.difference(a, b)
     label = f"{comp.models[a]} − {comp.models[b]}"
     span = difference_span(diff)
-    return tree_figure(comp.explanations[a], view, collapse_unary=True, values=diff, colorscale="RdBu", cmin=-span,
+    return tree_figure(comp.explanations[a], view, collapse_unary=True, values=diff, colorscale=DIFFERENCE_SCALE,
+                       cmin=-span,
                        cmax=span, value_label=label, title=f"difference tree: {label} (scale ±{span:g})",
                        max_width=max_width)
 

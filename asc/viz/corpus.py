@@ -1,13 +1,17 @@
 """Pure figure builders for corpus-level AsC-Eval (tables from :mod:`asc.corpus.summary` -> plotly / Styler).
 
-* :func:`category_bars`: per-category bootstrapped medians with 95% error bars, one color per model,
-  and the threshold line (paper Fig. 3);
+* :func:`category_bars`: per-category bootstrapped medians with 95% error bars, one color per model, the threshold
+  line, and each bar below it hatched with a red outline (paper Fig. 3);
 * :func:`value_distribution`: node values per model as box plots (paper Fig. 6), from precomputed box
   statistics (:func:`asc.corpus.summary.box_table`);
 * :func:`concept_treemap`: model -> category -> node type, sized by node count, colored by median
-  value on the fixed red-blue 0-1 scale;
-* :func:`difference_bars`: model A minus model B, diverging colors;
-* :func:`styled_table`: Table I with cells red below / blue above the threshold.
+  value on the fixed red-to-blue confidence scale;
+* :func:`difference_bars`: model A minus model B on the model difference scale (purple: A more confident, orange: B),
+  with its color bar;
+* :func:`styled_table`: Table I with cells red below / blue at or above the threshold (paler within 0.1 of it), every
+  cell text (a number to 3 decimals, or ``absent``), so no column mixes words and numbers.
+
+Colors are those of :mod:`asc.viz.colors`, one scale per quantity.
 
 Nothing is computed here beyond layout; inputs are never modified. Model and corpus names are HTML-escaped
 (:func:`asc.viz.html.escape_text`): they come from what users typed.
@@ -15,12 +19,14 @@ Nothing is computed here beyond layout; inputs are never modified. Model and cor
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from asc.concepts import CONFIDENCE_LINE, GLOBAL
-from asc.viz.colors import COLORSCALE, MODEL_COLORS, text_color, value_color
+from asc.missing import ABSENT
+from asc.viz.colors import BELOW_LINE, COLORSCALE, DIFFERENCE_SCALE, MODEL_COLORS, line_color, text_color
 from asc.viz.html import escape_text
 
 if TYPE_CHECKING:
@@ -30,22 +36,36 @@ if TYPE_CHECKING:
 
 __all__ = ["category_bars", "value_distribution", "concept_treemap", "difference_bars", "styled_table"]
 
+HATCH = "/"  # the pattern of a bar below the confidence line
 
 
 def category_bars(summary: pd.DataFrame, threshold: float = CONFIDENCE_LINE) -> go.Figure:
-    """Grouped bars: x = category (Global first), one bar per model, error bars = bootstrap interval."""
+    """Grouped bars: x = category (Global first), one bar per model (its color in the legend), error bars = bootstrap
+    interval; a bar below ``threshold`` is hatched with a red outline, drawn over it by a trace of its own (one legend
+    entry says so), so each model's legend keeps its plain color."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
+    hatches: list[go.Bar] = []
     for k, ((model, corpus), rows) in enumerate(summary.groupby(["model", "corpus"], sort=False)):
         fig.add_trace(go.Bar(
             name=escape_text(f"{model} · {corpus}" if corpus else model), x=rows["category"], y=rows["median"],
-            marker_color=MODEL_COLORS[k % len(MODEL_COLORS)],
+            marker_color=MODEL_COLORS[k % len(MODEL_COLORS)], offsetgroup=str(k),
             error_y={"type": "data", "symmetric": False, "array": (rows["ci_high"] - rows["median"]).tolist(),
                      "arrayminus": (rows["median"] - rows["ci_low"]).tolist(), "thickness": 1.2, "width": 3},
             customdata=np.stack([rows["ci_low"], rows["ci_high"], rows["n_nodes"]], axis=1),
             hovertemplate="%{x}: %{y:.3f} [%{customdata[0]:.3f}, %{customdata[1]:.3f}], %{customdata[2]} nodes"
                           "<extra>%{fullData.name}</extra>"))
+        below = rows["median"] < threshold
+        if below.any():  # the same bars again, where below the line, hatched over the model's color
+            hatches.append(go.Bar(
+                name=f"below {threshold:g} (hatched)", x=rows["category"], y=rows["median"].where(below),
+                offsetgroup=str(k), legendgroup="below", showlegend=not hatches, hoverinfo="skip",
+                marker={"color": "rgba(0,0,0,0)", "line": {"color": BELOW_LINE, "width": 2},
+                        "pattern": {"shape": HATCH, "fgcolor": BELOW_LINE, "bgcolor": "rgba(0,0,0,0)",
+                                    "solidity": 0.3}}))
+    for trace in hatches:
+        fig.add_trace(trace)
     fig.add_hline(y=threshold, line={"dash": "dash", "color": "#2a7f2a"}, annotation_text=f"{threshold:g}",
                   annotation_position="top left")
     fig.update_layout(barmode="group", height=380, yaxis={"range": [0, 1.05], "title": "bootstrapped median"},
@@ -123,40 +143,46 @@ def difference_bars(diff: pd.DataFrame, label: str = "category", top: int = 30) 
     a, b = (escape_text(diff["model_a"].iloc[0]), escape_text(diff["model_b"].iloc[0])) if len(diff) else ("A", "B")
     fig = go.Figure(go.Bar(
         x=rows["difference"], y=names, orientation="h",
-        marker={"color": rows["difference"], "colorscale": "RdBu", "cmin": -0.5, "cmax": 0.5},
+        marker={"color": rows["difference"], "colorscale": DIFFERENCE_SCALE, "cmin": -0.5, "cmax": 0.5,
+                "showscale": True, "colorbar": {"title": {"text": f"{a} − {b}"}, "thickness": 12}},
         hovertemplate="%{y}: %{x:+.3f}<extra></extra>"))
     fig.update_layout(height=max(260, 22 * len(rows) + 80), yaxis={"autorange": "reversed"},
                       xaxis={"title": f"{a} − {b} (median node value)", "zeroline": True},
                       margin={"l": 10, "r": 10, "t": 40, "b": 10}, plot_bgcolor="white",
-                      title={"text": f"Where {a} and {b} differ (blue: {a} more confident)", "font": {"size": 13}})
+                      title={"text": f"Where {a} and {b} differ (purple: {a} more confident, orange: {b})",
+                             "font": {"size": 13}})
     return fig
 
 
 def styled_table(wide: pd.DataFrame, threshold: float = CONFIDENCE_LINE) -> Styler:
     """Table I as shown (a pandas Styler): a row per category, after a row of snippet counts, and a column per run
-    (``model · corpus``), so that it fits a panel however many categories there are; value cells red below
-    ``threshold``, blue at or above (black or white text: contrast >= 4.5), 3 decimals; a category with no node in a
-    run reads ``absent``."""
+    (``model · corpus``), so that it fits a panel however many categories there are. Every cell is text: a count with
+    thousands separators, a value to 3 decimals, ``absent`` for a category with no node in a run, so no column mixes
+    words and numbers (Arrow, which carries a table to the browser, takes one type per column). Value cells are red
+    below ``threshold``, blue at or above, paler within 0.1 of it (:func:`asc.viz.colors.line_color`; black or white
+    text: contrast >= 4.5); ``absent`` is grey."""
     import pandas as pd
 
     value_rows = [c for c in wide.columns if c not in ("model", "corpus", "snippets")]
     runs = [f"{m} · {c}" for m, c in zip(wide["model"], wide["corpus"], strict=True)]
     runs = [r if runs.count(r) == 1 else f"{r} ({k + 1})" for k, r in enumerate(runs)]  # columns must be unique
-    cells = wide.set_index(pd.Index(runs))[["snippets", *value_rows]].T.astype(object)
-    cells = cells.where(cells.notna(), "absent")
+    numbers = wide.set_index(pd.Index(runs))[["snippets", *value_rows]].T.astype(float)
+    is_count = numbers.index == "snippets"
+
+    def text(v: float, count: bool) -> str:
+        if math.isnan(v):
+            return ABSENT
+        return f"{int(v):,}" if count else f"{v:.3f}"
+
+    cells = pd.DataFrame([[text(v, bool(c)) for v in row] for row, c in zip(numbers.to_numpy(), is_count)],
+                         index=numbers.index, columns=runs)
     shown = cells.rename_axis("category").reset_index()
-
-    def cell(v: object) -> str:
-        if isinstance(v, str):
-            return "color:#6b6b6b"  # grey on white: contrast 5.3
-        shade = value_color((0.15 if v < threshold else 0.9) if abs(v - threshold) > 0.1 else  # type: ignore[operator]
-                            (0.35 if v < threshold else 0.7))  # type: ignore[operator]
-        return f"background-color:{shade};color:{text_color(shade)}"  # black or white: contrast >= 4.5
-
-    def number(v: object) -> str:
-        return v if isinstance(v, str) else f"{float(v):.3f}"  # type: ignore[arg-type]
-
-    rows = shown["category"] != "snippets"
-    return (shown.style.map(cell, subset=pd.IndexSlice[rows, runs])
-            .format(number, subset=pd.IndexSlice[rows, runs])
-            .format(lambda v: v if isinstance(v, str) else f"{int(v):,}", subset=pd.IndexSlice[~rows, runs]))
+    styles = pd.DataFrame("", index=shown.index, columns=shown.columns)
+    for i, (row, count) in enumerate(zip(numbers.to_numpy(), is_count)):
+        for run, v in zip(runs, row):
+            if math.isnan(v):
+                styles.loc[i, run] = "color:#6b6b6b"  # grey on white: contrast 5.3
+            elif not count:
+                shade = line_color(float(v), threshold)
+                styles.loc[i, run] = f"background-color:{shade};color:{text_color(shade)}"  # contrast >= 4.5
+    return shown.style.apply(lambda _: styles, axis=None)

@@ -19,6 +19,7 @@ import numpy as np
 
 from asc.concepts import CONFIDENCE_LINE
 from asc.depth import LayerExplanation
+from asc.missing import ABSENT
 from asc.viz.colors import COLORSCALE, value_color
 from asc.viz.html import escape_text
 from asc.viz.snippet import node_label
@@ -32,7 +33,7 @@ LAYER_AXIS = "layer (0 = embeddings, {last} = output)"
 
 
 def _value_text(value: float) -> str:
-    return "—" if math.isnan(value) else f"{value:.3f}"
+    return ABSENT if math.isnan(value) else f"{value:.3f}"
 
 
 def category_layer_heatmap(depth: LayerExplanation, threshold: float = CONFIDENCE_LINE, layer: int | None = None,

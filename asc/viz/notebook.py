@@ -27,6 +27,7 @@ from asc.depth import LayerExplanation
 from asc.display import register
 from asc.explain import Explanation
 from asc.generate import STOP_REASONS, Completion
+from asc.missing import ABSENT
 from asc.viz.branches import branch_tree_figure
 from asc.viz.colors import text_color, value_color
 from asc.viz.depth import category_layer_heatmap
@@ -43,7 +44,7 @@ CELL = "padding:3px 8px;border-radius:4px;border:1px solid #999;white-space:nowr
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
-    return "—" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+    return ABSENT if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
 def _cell(value: float | None, label: str, tip: str) -> str:
@@ -69,7 +70,7 @@ def category_strip(values: Mapping[str, float], threshold: float = CONFIDENCE_LI
     for name, value in values.items():
         missing = value is None or math.isnan(value)
         mark = "" if missing or value >= threshold else " ▼"
-        label = f"{name} {'absent' if missing else _fmt(value, 2)}{mark}"
+        label = f"{name} {ABSENT if missing else _fmt(value, 2)}{mark}"
         tip = f"{name}: " + ("no node of this category in the snippet" if missing
                              else f"{value:.3f} ({'below' if mark else 'at or above'} {threshold:g})")
         cells.append(_cell(None if missing else value, label, tip))

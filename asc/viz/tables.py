@@ -1,38 +1,37 @@
-"""Tables as the pages show them: narrow enough for their panel, numbers to fixed decimals, every missing value as
-one word that says why, and whitespace in code text made visible.
+"""Tables as the pages show and export them: narrow enough for their panel, numbers to fixed decimals, every missing
+value as one word that says why, and whitespace in code text made visible.
 
-A browser's data grid shows a missing cell as "None" or leaves it blank whatever a format asks, so :func:`shown`
-writes the cells as text: a number with its decimals, a missing one as a word (``absent``, ``too few``...), one for
-the whole table or one per row. :func:`weakest_table` (the inspector's least confident nodes, with their source
-text) and :func:`token_table` (a node's tokens with their top alternatives) build on it.
+A browser's data grid shows a missing cell as "None" or leaves it blank whatever a format asks, and a column that
+mixes words and numbers cannot reach its Arrow transport as it is, so :func:`shown` writes the cells as text: a number
+with its decimals, a missing one as a word of :mod:`asc.missing` (``absent``, ``too few``, ``constant``,
+``undefined``), one for the whole table or one per row. A node no category lists reads ``uncategorized``
+(:data:`asc.concepts.UNCATEGORIZED`), a label, not a missing value. :func:`weakest_table` (the inspector's least
+confident nodes, with their source text), :func:`token_table` (a node's tokens with their top alternatives) and
+:func:`disagreement_table` (Compare's nodes where two models differ most) build on it; :func:`node_export` and
+:func:`token_export` are the inspector's ``nodes.csv`` and ``tokens.csv`` (numbers kept numbers, for the CSV writer
+to give a missing one its word).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from asc.concepts import UNCATEGORIZED, category_label
 from asc.explain import Explanation
+from asc.missing import ABSENT, is_missing
 from asc.viz.html import visible_whitespace
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["UNCATEGORIZED", "shown", "token_table", "weakest_table"]
-
-UNCATEGORIZED = "uncategorized"  # a node whose type no category of the mapping lists
-
-
-def _missing(value: object) -> bool:
-    """None, NaN or pandas' NA (a nullable integer column's gap)."""
-    return value is None or type(value).__name__ == "NAType" or (isinstance(value, float | np.floating)
-                                                                 and math.isnan(value))
+__all__ = ["UNCATEGORIZED", "disagreement_table", "node_export", "shown", "token_export", "token_table",
+           "weakest_table"]
 
 
-def shown(frame: pd.DataFrame, numbers: Iterable[str], digits: int = 3, missing: str | Sequence[str] = "absent",
+def shown(frame: pd.DataFrame, numbers: Iterable[str], digits: int = 3, missing: str | Sequence[str] = ABSENT,
           words: Iterable[str] = ()) -> pd.DataFrame:
     """A copy of ``frame`` whose ``numbers`` columns are text: each number with ``digits`` decimals (whole numbers
     as they are), each missing cell (None, NaN) the word ``missing`` (one per row when a sequence); the ``words``
@@ -41,7 +40,7 @@ def shown(frame: pd.DataFrame, numbers: Iterable[str], digits: int = 3, missing:
     reasons = [missing] * len(out) if isinstance(missing, str) else list(missing)
 
     def number(value: object, reason: str) -> str:
-        if _missing(value):
+        if is_missing(value):
             return reason
         if isinstance(value, int | np.integer) or (isinstance(value, float | np.floating) and digits == 0):
             return f"{int(value):,}"
@@ -52,7 +51,7 @@ def shown(frame: pd.DataFrame, numbers: Iterable[str], digits: int = 3, missing:
             out[column] = [number(v, r) for v, r in zip(out[column].tolist(), reasons, strict=True)]
     for column in words:
         if column in out.columns:
-            out[column] = [r if _missing(v) else str(v) for v, r in zip(out[column].tolist(), reasons, strict=True)]
+            out[column] = [r if is_missing(v) else str(v) for v, r in zip(out[column].tolist(), reasons, strict=True)]
     return out
 
 
@@ -67,14 +66,14 @@ def weakest_table(ex: Explanation, k: int = 6) -> pd.DataFrame:
     (one line), type, category (``uncategorized`` when none lists it) and value."""
     nodes = ex.weakest_nodes(k)
     nodes = nodes.assign(text=[_one_line(ex.tree.text(int(i), limit=400)) for i in nodes["id"]])
-    return shown(nodes[["id", "text", "type", "category", "value"]].rename(columns={"id": "node"}), ["value"],
-                 missing=UNCATEGORIZED, words=["category"])
+    nodes = nodes.assign(category=[category_label(c) for c in nodes["category"]])
+    return shown(nodes[["id", "text", "type", "category", "value"]].rename(columns={"id": "node"}), ["value"])
 
 
 def token_table(ex: Explanation, node: int, k: int = 3) -> pd.DataFrame:
     """The tokens of ``node`` as shown: index, the token (whitespace visible), probability, rank, entropy and the
     model's ``k`` likeliest tokens there; a token the model did not predict (the first one without a BOS, special
-    tokens) reads ``no prediction``, with a dash in the other columns."""
+    tokens) reads ``absent`` in every column but its index and text."""
     import pandas as pd
 
     s = ex.scores
@@ -85,5 +84,32 @@ def token_table(ex: Explanation, node: int, k: int = 3) -> pd.DataFrame:
     frame = pd.DataFrame({"index": rows.astype(int), "token": [visible_whitespace(s.text[i]) for i in rows],
                           "p": s.prob[rows], "rank": [int(s.rank[i]) if ok else None for i, ok in zip(rows, predicted, strict=True)],
                           "entropy": s.entropy[rows], f"top {k}": top})
-    frame = shown(shown(frame, ["p"], missing="no prediction"), ["rank"], digits=0, missing="—")
-    return shown(frame, ["entropy"], digits=2, missing="—", words=[f"top {k}"])
+    frame = shown(shown(frame, ["p"]), ["rank"], digits=0)
+    return shown(frame, ["entropy"], digits=2, words=[f"top {k}"])
+
+
+def disagreement_table(worst: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
+    """Compare's nodes where two models disagree most (``SnippetComparison.disagreements``: categories already
+    labels) as shown: the two models' values and their difference to 3 decimals (``absent`` where a model has none),
+    the text on one line."""
+    if worst.empty:
+        return worst
+    return shown(worst.assign(text=[_one_line(str(t), 60) for t in worst["text"]]), [*models, "difference"])
+
+
+def node_export(ex: Explanation) -> pd.DataFrame:
+    """``nodes.csv``: :meth:`Explanation.node_frame` with each category a label (``uncategorized`` when no category
+    lists the node's type); ``value`` stays a number, missing (NaN) where no predicted token is bound to the node."""
+    nodes = ex.node_frame()
+    return nodes.assign(category=[category_label(c) for c in nodes["category"]])
+
+
+def token_export(ex: Explanation) -> pd.DataFrame:
+    """``tokens.csv``: :meth:`Explanation.token_frame` with ``rank`` missing (not 0) where the model made no
+    prediction, like ``prob``, ``logprob`` and ``entropy``."""
+    import pandas as pd
+
+    tokens = ex.token_frame()
+    predicted = ~np.isnan(ex.scores.prob)
+    ranks = [int(r) if ok else None for r, ok in zip(ex.scores.rank, predicted, strict=True)]
+    return tokens.assign(rank=pd.array(ranks, dtype="Int64"))

@@ -151,10 +151,11 @@ def test_csv_text_matches_pandas_for_harmless_tables():
     from asc.export import csv_text
 
     df = pd.DataFrame({"model": ["a", "b"], "value": [0.1 + 0.2, np.nan], "n": [1, 2]}, index=["x", "y"])
-    assert csv_text(df) == df.to_csv(index=False)
-    assert csv_text(df, index=True) == df.to_csv()
+    assert csv_text(df) == df.to_csv(index=False, na_rep="absent")  # a missing value: its word (asc.missing)
+    assert csv_text(df, index=True) == df.to_csv(na_rep="absent")
     named = df.rename_axis("row")
-    assert csv_text(named, index=True) == named.to_csv()
+    assert csv_text(named, index=True) == named.to_csv(na_rep="absent")
+    assert csv_text(df, missing="too few") == df.to_csv(index=False, na_rep="too few")
 
 
 STUDY = """\

@@ -68,3 +68,25 @@ def inspector(monkeypatch, timeout: float = 120):
     at.run()
     assert not at.exception
     return at
+
+
+def dataframe_heights(monkeypatch) -> dict:
+    """Record the ``height`` every ``st.dataframe`` of the next runs asks for, by its ``key`` (AppTest's elements do
+    not carry their height): returns the dict it fills."""
+    import streamlit as st
+    from streamlit.elements.arrow import ArrowMixin
+
+    heights: dict = {}
+    shown, main = ArrowMixin.dataframe, st.dataframe  # st.dataframe: the main container's, bound at import
+
+    def spy(self, data=None, *args, **kwargs):
+        heights[kwargs.get("key")] = kwargs.get("height", "auto")
+        return shown(self, data, *args, **kwargs)
+
+    def main_spy(data=None, *args, **kwargs):
+        heights[kwargs.get("key")] = kwargs.get("height", "auto")
+        return main(data, *args, **kwargs)
+
+    monkeypatch.setattr(ArrowMixin, "dataframe", spy)
+    monkeypatch.setattr(st, "dataframe", main_spy)
+    return heights

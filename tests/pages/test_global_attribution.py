@@ -46,13 +46,16 @@ def test_the_page_shows_the_attribution_matrix_of_an_attributed_run(monkeypatch,
     heat = next(c for c in charts(at) if c["data"][0]["type"] == "heatmap"
                 and c["layout"]["title"]["text"].endswith("(k = 3 targets per snippet; 95% intervals in the hover text)"))
     assert heat["data"][0]["y"] == list(expected.targets) and heat["data"][0]["x"] == list(expected.sources)
-    np.testing.assert_allclose(np.asarray(heat["data"][0]["z"], dtype=float), expected.share)
+    absent = expected.share == 0  # no token of the source category in the row's prompts: absent, not 0.00
+    np.testing.assert_allclose(np.asarray(heat["data"][0]["z"], dtype=float), np.where(absent, np.nan, expected.share))
+    assert (np.asarray(heat["data"][0]["text"]) == "absent").tolist() == absent.tolist()
     np.testing.assert_allclose(np.asarray(heat["data"][0]["customdata"], dtype=float)[..., :2],
                                np.stack([expected.ci_low, expected.ci_high], axis=-1))
     curve = next(c for c in charts(at) if "AST distance" in c["layout"].get("title", {}).get("text", ""))
     np.testing.assert_allclose(np.asarray(curve["data"][1]["y"], dtype=float), expected.distance[0])
     table = next(d.value for d in at.dataframe if d.value is not None and "source_category" in d.value.columns)
     assert len(table) == len(expected.targets) * len(expected.sources)
+    assert (table["share"] == "absent").sum() == absent.sum() and "0.000" not in set(table["share"])
     labels = [b.label for b in at.get("download_button")]
     assert {"Matrix (CSV)", "Matrix and distances (JSON)", "Matrix heatmap (HTML)", "Distance chart (HTML)"} <= set(labels)
 

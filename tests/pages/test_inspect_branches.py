@@ -117,6 +117,10 @@ def test_typed_replacement_and_compare_view(completed):
     diff = next(d.value for d in app.dataframe if "status" in d.value.columns)
     assert len(diff) > 0 and set(diff["status"]) <= {"added", "removed", "changed"}
     assert diff["first"].any()
+    cells = {str(v) for v in diff.drop(columns=["first"]).to_numpy().ravel()}
+    assert not {"None", "nan", "<NA>", "—"} & cells  # a side without the node reads 'absent' (asc.missing)
+    one_sided = diff[diff["status"] != "changed"]
+    assert one_sided.empty or (one_sided[["node_a", "node_b"]] == "absent").any(axis=1).all()
     assert any("First divergence" in m.value for m in app.markdown)
     rings = {"only here", "changed", "first divergence"}
     cmp = [c for c in charts(app) if rings & {t.get("name") for t in c["data"]}]

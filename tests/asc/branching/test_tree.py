@@ -7,6 +7,7 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from asc.branching.branches import Branch, BranchSettings, mean_value
@@ -100,7 +101,8 @@ def test_diff_frame_lists_the_known_differences(explained):
     assert set(first["type"]) == {"+", "*"}  # the first divergence on both sides
     assert table.iloc[0]["first"]  # source order: the first row is where they part
     removed = table[table["status"] == "removed"].iloc[0]
-    assert math.isnan(removed["value_b"]) and removed["node_b"] is pd_na()
+    assert math.isnan(removed["value_b"]) and removed["node_b"] is pd_na() and pd.isna(removed["text_b"])
+    assert None not in set(table["category"]) and "uncategorized" in set(table["category"])  # a label, not a gap
     named = diff_frame(a, b, d, named_only=True)
     assert "(" not in set(named["type"]) and "call" in set(named["type"])
     values = table[table["status"] == "changed"].iloc[0]

@@ -112,6 +112,37 @@ def test_compare_figures_ring_the_differences(explained, view):
         assert _ring_nodes(fb, b, view, "first divergence") == {first[1]} and b.tree.type[first[1]] == "*"
 
 
+@pytest.mark.parametrize("view", ["partial", "complete"])
+def test_compare_rings_leave_the_labels_readable(explained, view):
+    """A ring draws around a node's marker and its whole label, under them: nothing of it lies over the label's text
+    (a ring marker of 20-28 px centred on the node covered its label's first letters and the rows above and below)."""
+    import html
+
+    from asc.viz.branches import TEXT_START_PX
+    from asc.viz.treefit import text_px
+
+    a, b = explained["a"], explained["b"]
+    for fig in branch_compare_figures(a, b, ast_diff(a.tree, b.tree), view, collapse_unary=False):
+        labels = {}
+        for trace in fig.data:
+            if trace.name in ("value", "no tokens"):
+                size = trace.textfont.size
+                labels.update({(x, y): text_px(html.unescape(t), size) for x, y, t in zip(trace.x, trace.y, trace.text)})
+        for name in ("only here", "changed", "first divergence"):
+            if all(t.name != name for t in fig.data):
+                continue
+            ring = _trace(fig, name)
+            radius = ring.marker.size / 2 + (ring.marker.line.width or 0) / 2
+            assert ring.marker.line.width == 0 or radius < TEXT_START_PX  # no visible mark over the label's text
+            boxes = [s for s in fig.layout.shapes if s.name == name]
+            assert len(boxes) == len(ring.x)
+            for x, y in zip(ring.x, ring.y):
+                box = next(s for s in boxes if s.x0 < x < s.x1 and s.y0 < y < s.y1)
+                assert box.layer == "below"  # drawn under the label, which stays on top
+                assert box.x0 <= x - 7 and box.x1 >= x + TEXT_START_PX + labels[(x, y)]  # around marker and label
+                assert box.y1 - box.y0 < 1.2  # its own row, hardly into the next ones
+
+
 def test_compare_figures_of_equal_trees_have_no_rings(explained):
     a = explained["a"]
     fa, fb = branch_compare_figures(a, a, ast_diff(a.tree, a.tree))

@@ -83,3 +83,61 @@ def test_text_on_every_color_of_the_scale_has_contrast_of_at_least_4_5():
     # the ends of the scale (dark red, dark blue) take white text, its light middle black
     assert text_color(value_color(0.0)) == text_color(value_color(1.0)) == "#ffffff"
     assert text_color(value_color(0.5)) == "#000000"
+
+
+# ------------------------------------------------------------------------------------------ one palette per quantity
+
+
+def _red_to_blue(scale: str) -> bool:
+    """True when ``scale`` runs from a red end to a blue end (or back): the confidence scale's reading."""
+    ends = [_rgb(c) for c in sample_colorscale(scale, [0.0, 1.0])]
+    red = [r > b + 50 and r > g for r, g, b in ends]
+    blue = [b > r + 50 and b > g for r, g, b in ends]
+    return (red[0] and blue[1]) or (blue[0] and red[1])
+
+
+def test_each_quantity_has_a_scale_of_its_own_and_only_confidence_is_red_to_blue():
+    from asc.viz.colors import CONFIDENCE_SCALE, DIFFERENCE_SCALE, PATCHING_SCALE, SCALES
+
+    assert len(set(SCALES.values())) == len(SCALES)  # no scale draws two quantities
+    assert SCALES["confidence"] == CONFIDENCE_SCALE == COLORSCALE and _red_to_blue(CONFIDENCE_SCALE)
+    assert [q for q, s in SCALES.items() if _red_to_blue(s)] == ["confidence"]
+    assert not _red_to_blue(PATCHING_SCALE) and not _red_to_blue(DIFFERENCE_SCALE)
+
+
+def test_scales_are_named_in_colors_only():
+    """Every figure builder, view and page takes its scale from asc.viz.colors: no scale name written anywhere else
+    (``colorscale="RdBu"`` in three places drew model differences and patching in the confidence colors)."""
+    from tests.helpers import ROOT
+
+    literal = re.compile(r"""colorscale["']?\s*[:=]\s*["']|^\s*[A-Z_]*SCALE\s*=\s*["']""")
+    files = [*sorted((ROOT / "asc" / "viz").glob("*.py")), *sorted((ROOT / "ui").rglob("*.py")),
+             *sorted((ROOT / "pages").glob("*.py"))]
+    bad = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for path in files if path.name != "colors.py"
+           for n, line in enumerate(path.read_text().splitlines(), 1) if literal.search(line)]
+    assert not bad, "name the scale in asc/viz/colors.py:\n" + "\n".join(bad)
+
+
+def test_line_colors_are_red_below_and_blue_at_or_above_paler_near_the_line():
+    from asc.viz.colors import ABOVE_LINE, BELOW_LINE, line_color, text_color
+
+    assert line_color(0.2, 0.6) == BELOW_LINE and line_color(0.95, 0.6) == ABOVE_LINE
+    assert line_color(0.6, 0.6) != BELOW_LINE and line_color(float("nan"), 0.6) == NO_VALUE
+    for v in (0.1, 0.55, 0.599, 0.6, 0.65, 0.9):
+        r, g, b = _rgb(line_color(v, 0.6))
+        assert (r > b) == (v < 0.6) and (r > g if v < 0.6 else b > g)  # red or blue, never amber or yellow
+        assert _contrast_ok(line_color(v, 0.6), text_color(line_color(v, 0.6)))
+
+
+def _contrast_ok(background: str, text: str) -> bool:
+    from asc.viz.colors import contrast_ratio
+
+    return contrast_ratio(background, text) >= 4.5
+
+
+def test_colorbar_trace_draws_only_a_color_bar():
+    from asc.viz.colors import DIFFERENCE_SCALE, colorbar_trace
+
+    trace = colorbar_trace(DIFFERENCE_SCALE, -0.5, 0.5, "A − B")
+    assert list(trace.x) == [None] and trace.marker.showscale and trace.marker.colorscale is not None
+    assert (trace.marker.cmin, trace.marker.cmax) == (-0.5, 0.5) and trace.marker.colorbar.title.text == "A − B"

@@ -66,3 +66,27 @@ def test_node_values_lists_every_node_under_each_model(comp):
     assert list(table["type"]) == list(tree.type)
     for k, ex in enumerate(comp.explanations):
         np.testing.assert_array_equal(table[comp.models[k]].to_numpy(float), ex.values)
+
+
+def test_difference_tree_uses_the_model_difference_scale_not_confidence(comp):
+    import plotly.graph_objects as go
+
+    from asc.viz.colors import CONFIDENCE_SCALE, DIFFERENCE_SCALE
+
+    def resolved(scale):  # plotly stores a named scale as its list of stops
+        return go.Scatter(marker={"colorscale": scale}).marker.colorscale
+
+    trace = next(t for t in difference_tree(comp, 0, 1).data if t.name == "value")
+    assert trace.marker.colorscale == resolved(DIFFERENCE_SCALE) != resolved(CONFIDENCE_SCALE)
+    assert trace.marker.showscale and "plain − bos" in trace.marker.colorbar.title.text  # its legend
+
+
+def test_disagreements_label_categories_and_show_no_none(comp):
+    from asc.viz.tables import disagreement_table
+
+    worst = comp.disagreements(0, 1, k=50)
+    table = disagreement_table(worst, comp.models)
+    assert None not in set(worst["category"]) and "uncategorized" in set(worst["category"])  # a label
+    cells = [str(v) for v in table.to_numpy().ravel()]
+    assert not {"None", "nan", "<NA>", "", "—"} & set(cells)
+    assert all(v == f"{float(v):.3f}" for v in table["difference"])

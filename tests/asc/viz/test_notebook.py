@@ -77,7 +77,8 @@ def test_figure_methods_return_the_inspectors_trees_and_bars(ex):
     assert partial.to_json() == tree_figure(ex, "partial", collapse_unary=True).to_json()
     assert ex.partial_tree(collapse_unary=False).to_json() == tree_figure(ex, "partial").to_json()
     bars = ex.category_chart()
-    assert [type(t).__name__ for t in bars.data] == ["Bar"] and list(bars.data[0].x) == list(ex.category_values)
+    assert [type(t).__name__ for t in bars.data] == ["Bar", "Scatter"] and list(bars.data[0].x) == list(ex.category_values)
+    assert bars.data[1].name == "scale" and bars.data[1].marker.showscale  # the bars' colour bar (confidence)
 
 
 def test_results_stay_frozen_dataclasses(ex):

@@ -32,7 +32,12 @@ def test_heatmap_draws_the_layer_x_node_matrix_on_a_diverging_scale(patching):
     fig = patching_heatmap(patching)
     (heat,) = fig.data
     assert heat.type == "heatmap" and heat.zmid == 0 and heat.zmin == -1 and heat.zmax == 1
-    assert heat.colorscale == patching_heatmap(patching).data[0].colorscale and PATCHING_SCALE == "RdBu"
+    assert heat.colorscale == patching_heatmap(patching).data[0].colorscale
+    from plotly.colors import sample_colorscale
+
+    ends = sample_colorscale(PATCHING_SCALE, [0.0, 1.0])
+    assert PATCHING_SCALE != "RdBu" and "rgb(103, 0, 31)" not in ends  # red to blue is confidence, not restoration
+    assert "made it worse" in heat.colorbar.title.text  # what a negative share means
     z = np.array([[np.nan if v is None else v for v in row] for row in heat.z], dtype=float)
     np.testing.assert_array_equal(np.isnan(z), np.isnan(patching.restored))
     np.testing.assert_allclose(z[~np.isnan(z)], patching.restored[~np.isnan(patching.restored)])
