@@ -9,8 +9,10 @@ stays the one of confidence, and a reader never takes an attribution for a proba
   token (or node) outlined, tokens from the target on greyed; a legend bar (:func:`legend_html`) above it.
   Occlusion scores nodes, not tokens: each token then takes the value of the smallest occluded node that holds it.
 - :func:`attribution_tree`: :func:`asc.viz.snippet.tree_figure` coloured by the node attributions.
-- :func:`source_nodes_table`: the top source nodes with their text, attribution and share of the absolute total.
-- :func:`category_attribution_figure`: the signed attribution per category, with each category's share.
+- :func:`source_nodes_table`: the top source nodes (nested: each sums its descendants) with their text, attribution
+  and size against the absolute total (``of |total|``; nested nodes overlap, so these are not shares).
+- :func:`category_attribution_figure`: the signed attribution per category, each label with the part of the absolute
+  attribution on the category's tokens (categories overlap: these parts need not add up to 100%).
 All builders are pure: same input, same output, nothing read from the app.
 """
 
@@ -22,7 +24,9 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from asc.viz.colors import text_color
+from asc.concepts import category_label
+from asc.missing import ABSENT
+from asc.viz.colors import ATTRIBUTION_SCALE, text_color
 from asc.viz.html import visible_whitespace
 from asc.viz.snippet import tree_figure
 from asc.viz.tables import shown
@@ -35,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["ATTRIBUTION_SCALE", "attribution_color", "attribution_sequence_html", "attribution_tree",
            "category_attribution_figure", "legend_html", "scale_max", "source_nodes_table", "token_values"]
 
-ATTRIBUTION_SCALE = "PiYG"  # magenta (lowered the target) -> white (0) -> green (raised it)
 _GREY = "#eeeeee"
 
 
@@ -151,34 +154,42 @@ def attribution_tree(attr: Attribution, view: Literal["partial", "complete"] = "
 
 
 def source_nodes_table(attr: Attribution, k: int = 10) -> pd.DataFrame:
-    """The ``k`` named nodes with the largest absolute attribution: id, type, category, attribution, share of the
-    absolute total over the prompt's tokens, text (whitespace shown)."""
+    """The ``k`` named nodes with the largest absolute attribution (nested: a node sums its descendants): id, type,
+    category, attribution, ``of |total|`` (its absolute attribution over the prompt tokens' absolute total: nested
+    nodes overlap, so these do not add up to 1), text (whitespace shown)."""
     import pandas as pd
 
     ex = attr.explanation
     t = ex.tree
     total = float(np.nansum(np.abs(token_values(attr))))
-    rows = [{"node": node, "type": t.type[node], "category": ex.node_category[node] or "—", "attribution": value,
-             "share": abs(value) / total if total > 0 else math.nan, "text": visible_whitespace(t.text(node, limit=60))}
+    rows = [{"node": node, "type": t.type[node], "category": category_label(ex.node_category[node]), "attribution": value,
+             "of |total|": abs(value) / total if total > 0 else math.nan,
+             "text": visible_whitespace(t.text(node, limit=60))}
             for node, value in attr.top_nodes(k)]
-    frame = pd.DataFrame(rows, columns=["node", "type", "category", "attribution", "share", "text"])
-    return shown(frame, ["attribution", "share"], digits=4)
+    frame = pd.DataFrame(rows, columns=["node", "type", "category", "attribution", "of |total|", "text"])
+    return shown(frame, ["attribution", "of |total|"], digits=4)
 
 
 def category_attribution_figure(attr: Attribution) -> go.Figure:
-    """Signed attribution per category (bars on the diverging scale), each labelled with its share."""
+    """Signed attribution per category (bars on the diverging scale). Each category's label, left of its bar, adds
+    the part of the absolute attribution on its tokens ("absent": no token of it is attributed); categories overlap
+    (a token can count for several), so these parts need not add up to 100%. Nothing is written beside the bars:
+    every label lies in the axis margin, which plotly sizes to it, and the title is short, so none is cut at a
+    narrow panel's edge."""
     import plotly.graph_objects as go
 
     cats = list(attr.category_attr)
     vals = [attr.category_attr[c] for c in cats]
     m = scale_max(np.array(vals, dtype=np.float64))
-    labels = ["absent" if not math.isfinite(v) else f"{attr.category_share.get(c, math.nan):.0%}"
-              for c, v in zip(cats, vals, strict=True)]
-    fig = go.Figure(go.Bar(x=[v if math.isfinite(v) else 0.0 for v in vals], y=cats, orientation="h",
-                           marker_color=[attribution_color(v, m) for v in vals], text=labels,
-                           textposition="outside", marker_line={"color": "#555", "width": 0.5},
-                           hovertemplate="%{y}: %{x:+.4f}<extra></extra>"))
-    fig.update_layout(title=f"Attribution per category ({attr.method}; label: share of the absolute total)",
-                      height=80 + 26 * len(cats), margin={"l": 10, "r": 40, "t": 40, "b": 30},
-                      yaxis={"autorange": "reversed"}, xaxis={"zeroline": True, "zerolinecolor": "#333"})
+    parts = [ABSENT if not math.isfinite(v) else f"{attr.category_share.get(c, math.nan):.0%}"
+             for c, v in zip(cats, vals, strict=True)]
+    labels = [f"{c} · {p}" for c, p in zip(cats, parts, strict=True)]
+    fig = go.Figure(go.Bar(x=[v if math.isfinite(v) else 0.0 for v in vals], y=labels, orientation="h",
+                           marker_color=[attribution_color(v, m) for v in vals], customdata=parts,
+                           marker_line={"color": "#555", "width": 0.5},
+                           hovertemplate="%{y}: %{x:+.4f} (%{customdata} of the absolute attribution)<extra></extra>"))
+    fig.update_layout(title={"text": f"Attribution per category ({attr.method})", "font": {"size": 14}},
+                      height=80 + 26 * len(cats), margin={"l": 10, "r": 16, "t": 40, "b": 30},
+                      yaxis={"autorange": "reversed", "automargin": True},
+                      xaxis={"zeroline": True, "zerolinecolor": "#333", "automargin": True})
     return fig

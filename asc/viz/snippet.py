@@ -17,17 +17,18 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from asc.concepts import CONFIDENCE_LINE
+from asc.concepts import CONFIDENCE_LINE, category_label
 from asc.explain import Explanation
-from asc.viz.colors import COLORSCALE, NO_VALUE, blend, text_color, value_color
+from asc.missing import ABSENT
+from asc.viz.colors import COLORSCALE, NO_VALUE, blend, colorbar_trace, text_color, value_color
 from asc.viz.html import escape_text
 from asc.viz.layout import TreeLayout, tree_layout
-from asc.viz.treefit import FONT_FAMILY, fit_labels, node_label, wrap_px
+from asc.viz.treefit import FONT_FAMILY, fit_labels, node_label, text_px, wrap_px
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-__all__ = ["tree_figure", "sequence_html", "category_figure", "node_label"]
+__all__ = ["tree_figure", "sequence_html", "category_figure", "legend_tick", "node_label"]
 
 ROW_PX = 18
 TITLE_PX = 13  # the title's font size; its lines are TITLE_PX + 5 px apart
@@ -44,8 +45,8 @@ def _hover(ex: Explanation, members: tuple[int, ...], values: np.ndarray, value_
     value = values[node]
     chain = " › ".join(t.type[m] for m in members)
     flags = " ERROR" if t.is_error[node] else (" MISSING" if t.is_missing[node] else "")
-    return (f"<b>{html.escape(chain)}</b>{flags}<br>category: {html.escape(ex.node_category[node] or '—')}<br>"
-            f"{html.escape(value_label)}: {'—' if math.isnan(value) else f'{value:.3f}'}"
+    return (f"<b>{html.escape(chain)}</b>{flags}<br>category: {html.escape(category_label(ex.node_category[node]))}<br>"
+            f"{html.escape(value_label)}: {ABSENT if math.isnan(value) else f'{value:.3f}'}"
             f"<br>tokens: {n_tokens}<br>{text}")
 
 
@@ -53,6 +54,13 @@ def _per_point(values: np.ndarray) -> object:
     """A marker property for plotly: one scalar when every point has the same value (plotly validates a long
     list element by element, seconds for tens of thousands of nodes), else the array."""
     return values[0].item() if len(values) and (values == values[0]).all() else values
+
+
+def legend_tick(value: float) -> str:
+    """A tree legend's tick label: ``value`` to 4 significant digits, a negative one with the minus sign (U+2212)
+    plotly writes."""
+    text = f"{value:.4g}"
+    return "\u2212" + text[1:] if text.startswith("-") else text
 
 
 def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial", max_depth: int | None = None,
@@ -101,6 +109,11 @@ def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial
     heading = wrap_px(title or f"{view} AST: {lay.n_boxes} nodes", width - margin["l"] - margin["r"], TITLE_PX)
     top = (heading.count("<br>") + 1) * (TITLE_PX + 5) + 8 + LEGEND_PX
     height = max(320, int(ROW_PX * max(lay.n_rows, 1)) + top + margin["b"])
+    # the legend's tick labels are centred on their ticks: the bar starts half the widest label in from the margin,
+    # so the left end's label (a negative number: its minus sign first) is never cut at the figure's edge
+    ticks = [float(f"{v:.3g}") for v in np.linspace(cmin, cmax, 6)]
+    tick_text = [legend_tick(v) for v in ticks]
+    inset = math.ceil(max(text_px(t, 10) for t in tick_text) / 2) + 2
     for mask, name in ((has, "value"), (~has, "no tokens")):
         idx = np.flatnonzero(mask)
         marker = {"size": 12, "symbol": _per_point(symbols[idx]), "line": {"color": "#222", "width": _per_point(line_w[idx])}}
@@ -108,9 +121,9 @@ def tree_figure(ex: Explanation, view: Literal["partial", "complete"] = "partial
             marker.update(color=ex_values[idx], colorscale=colorscale, cmin=cmin, cmax=cmax, showscale=True, colorbar={
                 "title": {"text": escape_text(value_label), "side": "top", "font": {"size": 11}},
                 "orientation": "h", "thickness": 10, "lenmode": "pixels", "len": LEGEND_LEN_PX,
-                "xref": "container", "x": margin["l"] / width, "xanchor": "left", "xpad": 0,
+                "xref": "container", "x": (margin["l"] + inset) / width, "xanchor": "left", "xpad": 0,
                 "yref": "container", "y": 1 - (top - LEGEND_PX + 16) / height, "yanchor": "top", "ypad": 0,
-                "tickfont": {"size": 10}, "tickvals": list(np.linspace(cmin, cmax, 6).round(2))})
+                "tickfont": {"size": 10}, "tickvals": ticks, "ticktext": tick_text})
         else:
             marker.update(color=NO_VALUE)
         fig.add_trace(go.Scatter(
@@ -209,6 +222,8 @@ def category_figure(values: dict[str, float], threshold: float = CONFIDENCE_LINE
                 "line": {"color": "#444", "width": 0.5}},
         text=[f"{v:.2f}" if ok else "absent" for v, ok in zip(vals, present)], textposition="outside",
         hovertemplate="%{x}: %{text}<extra></extra>"))
+    fig.add_trace(colorbar_trace(COLORSCALE, 0.0, 1.0, "value", len=0.8))  # the bars' colors: the confidence scale
+    fig.update_layout(showlegend=False)  # the color bar is the legend
     fig.add_hline(y=threshold, line={"dash": "dash", "color": "#2a7f2a"}, annotation_text=f"{threshold:g}",
                   annotation_position="top left")
     fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 40, "b": 10}, title={"text": title, "font": {"size": 13}},

@@ -2,8 +2,9 @@
 
 * :func:`patching_heatmap`: activation patching (:class:`asc.why.patching.Patching`), layer (rows, 0 = embeddings
   at the bottom) x patched AST node (columns, in source order, labelled with the node's text), the share of the
-  target's clean log-probability restored on a diverging scale centred on 0 (blue: restored, red: pushed further
-  away; beyond +-1 the colour saturates), NaN cells (spans with no aligned token) left blank. Sized to fit a
+  target's clean log-probability restored on a diverging scale centred on 0 that is not red-to-blue (red to blue is
+  confidence: :data:`asc.viz.colors.PATCHING_SCALE`, teal: restored, brown: below 0, patching made it worse; beyond
+  +-1 the colour saturates), NaN cells (spans with no aligned token) left blank. Sized to fit a
   panel: columns of at most 28 pixels, labels cut to 18 characters (the full text is in the hover).
 
 Node text is code, HTML-escaped before plotly draws it.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from asc.viz.colors import PATCHING_SCALE
 from asc.viz.html import escape_text
 
 if TYPE_CHECKING:
@@ -23,7 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PATCHING_SCALE", "patching_heatmap"]
 
-PATCHING_SCALE = "RdBu"  # diverging: red (negative) -> white (0) -> blue (positive)
 _LABEL = 18
 
 
@@ -46,7 +47,8 @@ def patching_heatmap(p: Patching, title: str | None = None) -> go.Figure:
     fig = go.Figure(go.Heatmap(
         z=z, x=labels, y=[int(v) for v in p.layers], colorscale=PATCHING_SCALE, zmid=0.0, zmin=-1.0, zmax=1.0,
         text=hover, hovertemplate="layer %{y}<br>%{text}<extra></extra>", hoverongaps=False, xgap=1, ygap=1,
-        colorbar={"title": {"text": "restored"}, "tickvals": [-1, -0.5, 0, 0.5, 1]}, name="restored",
+        colorbar={"title": {"text": "share restored<br>(below 0: patching<br>made it worse)"},
+                  "tickvals": [-1, -0.5, 0, 0.5, 1]}, name="restored",
     ))
     target = escape_text(str(p.target.get("text", "")))
     fig.update_layout(

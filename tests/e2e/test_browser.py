@@ -137,7 +137,7 @@ def test_inspector_in_chromium(app_server, browser):
     expect(page.locator("pre.asc-why span[data-attribution]:not([data-attribution=''])").first).to_be_visible(
         timeout=SHOWN)
     _drawn(page.locator(".st-key-why_tree_partial"))
-    expect(page.get_by_text("Top source nodes")).to_be_visible(timeout=SHOWN)
+    expect(page.get_by_text("Which code mattered")).to_be_visible(timeout=SHOWN)
     _no_exception(page)
     page.locator(".st-key-why_tree_partial").screenshot(path=str(OUT / "inspector-why-tree.png"))
     until = page.locator(".st-key-why_auto").get_by_text("Until 1%")  # integrated gradients' steps="auto"
@@ -157,7 +157,8 @@ def test_inspector_in_chromium(app_server, browser):
         button.click()
     rows = list(csv.DictReader(io.StringIO(Path(dl.value.path()).read_text(encoding="utf-8"))))
     assert rows and {"index", "text", "prob", "rank", "entropy"} <= set(rows[0])
-    assert rows[0]["text"] == "def" and rows[0]["prob"] == ""  # SmolLM2 adds no BOS: no prediction
+    assert rows[0]["text"] == "def" and rows[0]["prob"] == "absent"  # SmolLM2 adds no BOS: no prediction (the word)
+    assert rows[0]["rank"] == "absent"  # not a made-up 0
     assert 0.9 < float(next(r for r in rows if r["text"] == " return")["prob"]) <= 1
     page.screenshot(path=str(OUT / "inspector.png"))
     page.close()
@@ -404,7 +405,7 @@ def test_participant_then_researcher_in_chromium(study_server, browser):
     rows = list(csv.DictReader(io.StringIO(Path(dl.value.path()).read_text(encoding="utf-8"))))
     mine = [r for r in rows if r["code"] == code]
     assert {(r["sample_id"], r["question_id"], r["value"]) for r in mine} == {
-        ("", "python", "Expert"), ("count", "useful", "4"), ("count", "comment", ""), ("pal", "useful", "5"),
+        ("absent", "python", "Expert"), ("count", "useful", "4"), ("count", "comment", "absent"), ("pal", "useful", "5"),
         ("pal", "comment", "colors help")}
     admin.screenshot(path=str(OUT / "study-results.png"))
     admin.close()

@@ -8,6 +8,10 @@ random model, attention, layer and glueCode runs of the tiny model, BLANCA with 
 test_browser.py uses too, and on the embedded SmolLM2 where a page explains code itself (the inspector, Compare
 models, a glueCode item).
 
+"Why this token?" is measured after a run too (``test_why_this_token_fits_its_panels_after_a_run``: statements,
+categories, the methods side by side, the nested nodes), with its text a panel could cut (the Steps checkbox's
+label, the tree legend's minus sign).
+
 The demo on a fresh install (its button states its time, it runs to Table I) is
 ``tests/e2e/test_browser.py::test_global_demo_on_a_fresh_install_in_chromium``.
 Marked ``browser`` (tests/e2e) and ``real``; skipped where chromium is missing.
@@ -115,6 +119,70 @@ def test_inspector_figures_fit_their_panels(app_server, browser):
     expect(keyed(page, "br_cmp_tree_1").locator(".main-svg").first).to_be_visible(timeout=WAIT_MS)
     keys = {m["key"] for m in _figures_fit(page, "inspector-branches", 6)}
     assert {"br_tree_chart", "br_cmp_tree_0", "br_cmp_tree_1"} <= keys
+    page.close()
+
+
+FRENCH = ('def moyenne_pondérée(valeurs, poids):\n    """Renvoie la moyenne pondérée des valeurs."""\n'
+          '    total = sum(poids)\n    return sum(v * p for v, p in zip(valeurs, poids)) / total\n')
+
+# the "Why this token?" view's text that a panel could cut: the Steps checkbox's label (cut to "Until ..." in a
+# column too narrow for it) and the partial tree's colour legend (its left tick label, a negative number, began
+# left of the figure and lost its minus sign)
+WHY_TEXT = """() => {
+  const label = Array.from(document.querySelectorAll('.st-key-why_auto p')).find((p) => p.textContent.includes('Until'));
+  const svg = document.querySelector('.st-key-why_tree_partial .main-svg');
+  const ticks = Array.from(document.querySelectorAll('.st-key-why_tree_partial g.colorbar text'))
+    .filter((t) => /^[\u2212-]?[0-9.]+$/.test(t.textContent.trim()))
+    .map((t) => ({text: t.textContent.trim(), left: t.getBoundingClientRect().left}))
+    .sort((a, b) => a.left - b.left);
+  return {label: label ? {text: label.textContent, scroll: label.scrollWidth, client: label.clientWidth} : null,
+          svg_left: svg ? svg.getBoundingClientRect().left : null, ticks};
+}"""
+
+
+def test_why_this_token_fits_its_panels_after_a_run(app_server, browser):
+    """Issue 44 and 48, on the walkthrough's snippet (French identifiers), target ` total` on its last line,
+    explained by occlusion, then the three methods compared: every chart and table of "Why this token?" lies in its
+    panel (the statements, the categories, the methods side by side, their correlations; then the nested nodes), the
+    sentence names `total = sum(poids)`, the Steps checkbox's label is whole and the tree legend keeps its minus."""
+    from playwright.sync_api import expect
+
+    page = _open(browser, app_server, "Completion inspector")
+    code = page.locator(".st-key-code textarea")
+    expect(code).to_have_value(re.compile(r"return count"), timeout=WAIT_MS)  # the default example
+    code.fill(FRENCH)
+    sequence = page.locator("pre.asc-seq").first
+    # the click commits the text too; a fresh server loads SmolLM2 first: each try waits WAIT_MS for the result
+    click_until(page, page.get_by_role("button", name="Explain", exact=True),
+                lambda t: expect(sequence).to_contain_text("moyenne_pondérée", timeout=t), 2 * WAIT_MS, tries=2)
+    choose(page, "why_token", "65: ", re.compile(r"^65: ' total'"), WAIT_MS)
+    rerun(page, lambda: page.locator(".st-key-why_method").get_by_text("occlusion (syntax-aware)").click(), WAIT_MS)
+    rerun(page, lambda: page.get_by_role("button", name="Explain this prediction").click(), WAIT_MS)
+    said = page.locator("[data-testid='stMarkdownContainer']", has_text="Which code mattered")
+    expect(said).to_contain_text(re.compile(r"relied most on line 3 total = sum\(poids\) \(\+"), timeout=WAIT_MS)
+    expect(page.locator(".st-key-why_tree_partial .main-svg").first).to_be_visible(timeout=WAIT_MS)
+    expect(page.locator(".st-key-why_tree_partial g.colorbar text").first).to_be_attached(timeout=WAIT_MS)
+    text = page.evaluate(WHY_TEXT)
+    assert text["label"] and text["label"]["text"] == "Until 1%", text
+    assert text["label"]["scroll"] <= text["label"]["client"], text  # the label is whole, not "Until ..."
+    assert text["ticks"] and text["ticks"][0]["text"].startswith("\u2212"), text  # the legend's left end: negative
+    assert text["ticks"][0]["left"] >= text["svg_left"], text  # ... and its minus sign inside the figure
+
+    expect(page.locator("h5#method-notes")).to_be_attached()  # the notes' anchor, linked from under the target line
+    expect(page.locator("[data-testid='stCaptionContainer'] a[href='#method-notes']").first).to_be_visible()
+    controls = page.locator(".st-key-why_steps").locator("xpath=ancestor::*[@data-testid='stHorizontalBlock'][1]")
+    controls.screenshot(path=str(OUT / "fit-inspector-why-controls.png"))
+    page.locator(".st-key-why_tree_partial").screenshot(path=str(OUT / "fit-inspector-why-tree.png"))
+    rerun(page, lambda: page.get_by_role("button", name="Compare the three methods").click(), WAIT_MS)
+    expect(page.get_by_text(re.compile(r"^Each column ranks the statements"))).to_be_visible(timeout=WAIT_MS)
+    page.get_by_text("Where the methods agree").scroll_into_view_if_needed()
+    page.screenshot(path=str(OUT / "fit-inspector-why-agreement.png"))
+    _figures_fit(page, "inspector-why", 8)  # the inspector's 4, the partial tree, statements, categories, 2 tables
+    page.get_by_text("Which code mattered").scroll_into_view_if_needed()
+    page.screenshot(path=str(OUT / "fit-inspector-why-statements.png"))
+    rerun(page, lambda: page.locator(".st-key-why_view").get_by_text("nested nodes").click(), WAIT_MS)
+    expect(page.get_by_text("Which code mattered")).to_be_visible(timeout=WAIT_MS)
+    _figures_fit(page, "inspector-why-nested", 8)
     page.close()
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from asc import explain
 from asc.why.attribute import attribute
+from asc.why.statements import agreement, by_own_tokens, by_statement, summary
 from tests.pages.helpers import button, charts, inspector
 
 
@@ -47,6 +48,7 @@ def test_nothing_runs_until_the_button_and_then_the_views_show_the_backend_value
     for trace in why:
         ids = np.array(trace["customdata"])
         np.testing.assert_allclose(trace["marker"]["color"], expected.node_attr[ids], rtol=1e-5)
+    app.radio(key="why_view").set_value("nested").run()  # the nested nodes, one click from the statements
     nodes = next(d.value for d in app.dataframe if list(d.value.columns)[:4] == ["node", "type", "category",
                                                                                   "attribution"])
     assert len(nodes) > 0
@@ -133,3 +135,96 @@ def test_until_one_percent_runs_the_backends_auto_steps(app, tiny):
     line = next(m.value for m in app.markdown if "completeness gap" in m.value)
     assert f"· {expected.steps} path points ·" in line
     assert bool([w for w in app.warning if "completeness gap" in w.value]) == (expected.relative_gap > 0.01)
+
+
+def _explained(app, tiny, method="grad"):
+    """Explain the default token with ``method``; the backend's attribution of it."""
+    index = int(app.selectbox(key="why_token").value)
+    app.radio(key="why_method").set_value(method).run()
+    button(app, "Explain this prediction").click().run()
+    assert not app.exception and not app.error
+    source = app.text_area(key="code").value
+    return attribute(tiny, source, index, method, explanation=explain(tiny, source))
+
+
+def _table(app, first_columns):
+    return next(d.value for d in app.dataframe if list(d.value.columns)[:len(first_columns)] == first_columns)
+
+
+def test_the_default_ranking_is_by_statement_with_a_sentence_and_shares_adding_up_to_one(app, tiny):
+    """Issue 48: a ranking an ancestor cannot win by containing everything, shares that add up to 1, and the code
+    that mattered named in words."""
+    expected = by_statement(_explained(app, tiny))
+    assert app.radio(key="why_view").value == "statement"
+    rows = _table(app, ["rank", "line", "code", "kind", "attribution", "share"])
+    assert len(rows) == min(expected.n_rows, 11)
+    assert sum(float(v) for v in rows["share"]) == pytest.approx(1.0, abs=2e-3)
+    assert "function_definition" not in set(rows["kind"]) or rows["code"].str.startswith("def").any()
+    first = expected.ranked(1, target_line=False)[0]
+    ranked = rows[rows["rank"] == "1"]
+    assert float(ranked["attribution"].iloc[0]) == pytest.approx(expected.value[first], abs=1e-4)
+    said = [m.value for m in app.markdown if m.value.startswith("**Which code mattered**")]
+    assert said == [f"**Which code mattered** · {summary(expected)}"]
+    shown_code = [c.value for c in app.code]  # each row's whole code, under the table (a cell shows one line)
+    for r in expected.ranked(10):
+        assert (expected.text[r] or " ") in shown_code
+
+
+def test_rank_by_offers_own_tokens_and_nested_nodes_and_occlusion_has_no_own_tokens(app, tiny):
+    attr = _explained(app, tiny)
+    app.radio(key="why_view").set_value("own").run()
+    own = _table(app, ["rank", "node", "line", "code"])
+    assert int(own["node"].iloc[0]) == int(by_own_tokens(attr).node[by_own_tokens(attr).ranked(1)[0]])
+    assert sum(float(v) for v in own["share"]) <= 1.0 + 1e-3  # the top 10 of rows whose shares add up to 1
+    app.radio(key="why_view").set_value("nested").run()
+    nested = _table(app, ["node", "type", "category", "attribution"])
+    assert "share" not in nested.columns and "of |total|" in nested.columns  # nested sizes are no shares
+    app.radio(key="why_method").set_value("occlusion").run()
+    assert "own" not in app.radio(key="why_view").options
+
+
+def test_the_page_says_what_each_method_measures_and_what_value_baseline_and_gap_mean(app, tiny):
+    from ui.why_view import DISAGREE, KNOWN_ANSWERS, MEASURES, NOTES_ANCHOR, TERMS
+
+    _explained(app, tiny, "ig")
+    captions = [c.value for c in app.caption]
+    assert any(MEASURES["ig"] in c and DISAGREE in c for c in captions)  # under the target line
+    assert f"(#{NOTES_ANCHOR})" in DISAGREE and "very differently" in DISAGREE
+    texts = [m.value for m in app.markdown]
+    assert "##### Method notes" in texts
+    assert any(KNOWN_ANSWERS in c for c in captions)
+    notes = "\n".join(texts)
+    for line in (*MEASURES.values(), *TERMS):
+        assert line in notes
+    for word in ("**value**", "**baseline**", "**completeness gap**"):
+        assert sum(word in t for t in TERMS) == 1
+
+
+def test_compare_the_three_methods_shows_each_ones_top_statements_and_spearman(app, tiny):
+    attr = _explained(app, tiny)
+    assert any("Compare the three methods" in c.value for c in app.caption)  # nothing runs before the button
+    button(app, "Compare the three methods").click().run()
+    assert not app.exception and not app.error
+    source = app.text_area(key="code").value
+    ex = explain(tiny, source)
+    views = [by_statement(attribute(tiny, source, attr.target.index, m, explanation=ex))
+             for m in ("grad", "ig", "occlusion")]
+    ag = agreement(views)
+    side = _table(app, ["rank", "gradient x input", "integrated gradients", "occlusion (syntax-aware)"])
+    for m, column in enumerate(list(side.columns)[1:]):
+        top = ag.top(m, 1)[0]
+        assert side[column].iloc[0].startswith(f"{ag.value[m, top]:+.3g} · line {int(ag.line[top])}: ")
+    pairs = _table(app, ["methods", "Spearman", "statements"])
+    assert pairs["methods"].tolist() == ["gradient x input / integrated gradients",
+                                         "gradient x input / occlusion (syntax-aware)",
+                                         "integrated gradients / occlusion (syntax-aware)"]
+    for (a, b), got in zip([(0, 1), (0, 2), (1, 2)], pairs["Spearman"], strict=True):
+        want = ag.spearman[a, b]
+        assert got == (("too few" if ag.n_common[a, b] < 3 else "constant") if np.isnan(want) else f"{want:.2f}")
+
+
+def test_the_category_chart_labels_each_category_with_its_part_beside_the_axis(app, tiny):
+    attr = _explained(app, tiny)
+    bars = next(t for c in charts(app) for t in c["data"] if t.get("type") == "bar" and t.get("orientation") == "h")
+    assert [y.split(" · ")[0] for y in bars["y"]] == list(attr.category_attr)
+    assert "text" not in bars

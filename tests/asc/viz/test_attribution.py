@@ -80,7 +80,8 @@ def test_tree_uses_the_node_attributions_on_a_symmetric_diverging_scale(grad):
 
 def test_source_nodes_table_lists_the_largest_absolute_attributions_with_text(grad):
     table = source_nodes_table(grad, 5)
-    assert list(table.columns) == ["node", "type", "category", "attribution", "share", "text"]
+    assert list(table.columns) == ["node", "type", "category", "attribution", "of |total|", "text"]  # no "share":
+    # nested nodes overlap, so their sizes add up to more than 1
     assert 0 < len(table) <= 5
     got = [abs(float(v)) for v in table["attribution"]]
     assert got == sorted(got, reverse=True)
@@ -91,7 +92,37 @@ def test_source_nodes_table_lists_the_largest_absolute_attributions_with_text(gr
 def test_category_figure_has_one_bar_per_category_signed(grad):
     fig = category_attribution_figure(grad)
     bar = fig.data[0]
-    assert list(bar.y) == list(grad.category_attr)
-    for x, c in zip(bar.x, bar.y, strict=True):
+    cats = list(grad.category_attr)
+    assert [str(y).split(" · ")[0] for y in bar.y] == cats
+    for x, c in zip(bar.x, cats, strict=True):
         v = grad.category_attr[c]
         assert x == (v if math.isfinite(v) else 0.0)
+
+
+def test_category_labels_and_title_stay_in_the_margins_a_panel_cannot_cut(grad):
+    """Issue 44: the title ran past a half-width panel and the labels beside the bars were cut at its edge. Now the
+    title is short, nothing is written beside a bar, and each category's part is in its axis label."""
+    fig = category_attribution_figure(grad)
+    bar = fig.data[0]
+    assert bar.text is None and bar.textposition is None
+    for label, c in zip(bar.y, grad.category_attr, strict=True):
+        v, share = grad.category_attr[c], grad.category_share[c]
+        assert label == f"{c} · {'absent' if not math.isfinite(v) else f'{share:.0%}'}"
+    assert fig.layout.title.text == f"Attribution per category ({grad.method})"
+    assert fig.layout.yaxis.automargin
+
+
+def test_the_tree_legend_keeps_its_minus_sign_inside_the_figure(grad):
+    """Issue 44: the IG tree's legend read "15.86" for -15.86: its left tick label, centred on the bar's left end,
+    began left of the figure. The bar now starts half the widest label in."""
+    from asc.viz.snippet import legend_tick
+    from asc.viz.treefit import text_px
+
+    assert legend_tick(-15.86) == "\u221215.86" and legend_tick(0.5) == "0.5"
+    fig = attribution_tree(grad, "partial", max_width=940)
+    bar = next(tr for tr in fig.data if getattr(tr.marker, "colorbar", None) is not None and tr.marker.showscale)
+    cb = bar.marker.colorbar
+    ticks = list(cb.ticktext)
+    assert ticks[0].startswith("\u2212") and len(ticks) == len(cb.tickvals)
+    left_px = cb.x * fig.layout.width  # the bar's left end, in px from the figure's left edge
+    assert left_px - text_px(ticks[0], 10) / 2 >= 0

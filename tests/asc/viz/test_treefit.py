@@ -6,6 +6,7 @@ of the same property at 1400 x 1000 px is tests/e2e/test_fit.py.
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -120,7 +121,8 @@ def test_an_unbounded_figure_keeps_every_full_label(explained):
 def test_the_legend_is_a_horizontal_bar_at_the_top_left(explained):
     fig = tree_figure(explained("word_counts.py"), "complete", max_width=MAIN_PX)
     bar = next(t for t in fig.data if t.name == "value").marker.colorbar
-    assert bar.orientation == "h" and bar.xanchor == "left" and bar.x * fig.layout.width <= 12
+    inset = math.ceil(max(text_px(t, 10) for t in bar.ticktext) / 2) + 2  # half the widest tick label (its minus)
+    assert bar.orientation == "h" and bar.xanchor == "left" and bar.x * fig.layout.width <= fig.layout.margin.l + inset
     assert bar.yref == "container" and bar.y * fig.layout.height > fig.layout.height - fig.layout.margin.t
     assert bar.len + 80 <= fig.layout.width  # the bar and its title fit the figure
 
