@@ -94,8 +94,9 @@ def section(result: InspectorResult, ex: Explanation) -> None:
         return
     chosen = result.settings
     index, spec, spans = asked
-    p = computed("Patching every layer...", lambda: cached_patching(
-        result.model, chosen.trust_remote_code, chosen.device, chosen.dtype, key, ex, index, spec, spans))
+    p = computed("Patching every layer...", lambda report: cached_patching(
+        result.model, chosen.trust_remote_code, chosen.device, chosen.dtype, key, ex, index, spec, spans,
+        _on_progress=report), "patch_cancel", STATE)
     if p is None:
         return
     _show(p)
