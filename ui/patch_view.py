@@ -20,7 +20,9 @@ import streamlit as st
 
 from asc import Explanation
 from asc.export import csv_text
+from asc.missing import UNDEFINED
 from asc.viz.html import figure_html
+from asc.viz.tables import shown
 from asc.viz.why import patching_heatmap
 from asc.why.choices import corruption_choices
 from asc.why.patching import Patching
@@ -63,12 +65,14 @@ def _show(p: Patching) -> None:
     charts.panel_chart(st, fig, "patch_heatmap", "patch_heatmapbox", charts.MAIN_PX)
     table = p.category_table()
     st.markdown("**Share of the clean value restored, per layer: every span, and each category's spans together**")
-    st.dataframe(table, hide_index=True, width="stretch", key="patch_categories")
+    # a share without a value: the corruption did not move the target, or no span of the category was patched
+    st.dataframe(shown(table, [c for c in table.columns if c != "layer"], missing=UNDEFINED), hide_index=True,
+                 width="stretch", key="patch_categories")
     with st.expander("Export the patching"):
         e1, e2, e3 = st.columns(3)
         e1.download_button("Patching JSON", lambda: json.dumps(p.to_dict(), ensure_ascii=False), "patching.json",
                            "application/json", on_click="ignore", key="dl_patch_json")
-        e2.download_button("Per category CSV", lambda: csv_text(table), "patching-categories.csv", "text/csv",
+        e2.download_button("Per category CSV", lambda: csv_text(table, missing=UNDEFINED), "patching-categories.csv", "text/csv",
                            on_click="ignore", key="dl_patch_csv")
         e3.download_button("Heatmap (HTML)", lambda: figure_html(fig), "patching-heatmap.html", "text/html",
                            on_click="ignore", key="dl_patch_html")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from asc.missing import CONSTANT, TOO_FEW
+from asc.missing import ABSENT, CONSTANT, TOO_FEW
 from asc.viz.html import visible_whitespace
 from asc.viz.tables import shown
 from asc.why.statements import Agreement, Breakdown
@@ -67,7 +67,7 @@ def breakdown_table(view: Breakdown, k: int | None = None) -> pd.DataFrame:
 def agreement_table(ag: Agreement, names: Mapping[str, str] | None = None, k: int = 3,
                     chars: int = 26) -> pd.DataFrame:
     """Rank 1 to ``k``: one column per method (``names`` maps a method to its column title), each cell
-    "+value · line N: code" of the statement the method ranks there ("—" where it has fewer); the value first, so
+    "+value · line N: code" of the statement the method ranks there ("absent" where it has fewer); the value first, so
     a narrow column cuts the code, never the number."""
     import pandas as pd
 
@@ -76,7 +76,7 @@ def agreement_table(ag: Agreement, names: Mapping[str, str] | None = None, k: in
     for m, title in enumerate(titles):
         tops = ag.top(m, k)
         cells = [f"{ag.value[m, r]:+.3g} · line {_lines(ag, r)}: {flat_code(ag.text[r], chars)}" for r in tops]
-        table[title] = cells + ["—"] * (k - len(cells))
+        table[title] = cells + [ABSENT] * (k - len(cells))
     return pd.DataFrame(table)
 
 

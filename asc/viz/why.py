@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from asc.missing import ABSENT, UNDEFINED
 from asc.viz.colors import PATCHING_SCALE
 from asc.viz.html import escape_text
 
@@ -40,8 +41,8 @@ def patching_heatmap(p: Patching, title: str | None = None) -> go.Figure:
 
     labels = [_label(t, k) for k, t in enumerate(p.node_texts)]
     z = [[None if math.isnan(v) else v for v in row] for row in p.restored.tolist()]
-    hover = [[f"{escape_text(t)} ({ty})<br>{'—' if v is None else f'{v:.3f}'} of the clean value restored"
-              f"<br>effect {'—' if math.isnan(e) else f'{e:+.3f}'} nats"
+    hover = [[f"{escape_text(t)} ({ty})<br>{UNDEFINED if v is None else f'{v:.3f}'} of the clean value restored"
+              f"<br>effect {ABSENT if math.isnan(e) else f'{e:+.3f}'} nats"
               for t, ty, v, e in zip(p.node_texts, p.node_types, zrow, erow, strict=True)]
              for zrow, erow in zip(z, p.effect.tolist(), strict=True)]
     fig = go.Figure(go.Heatmap(

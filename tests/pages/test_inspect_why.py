@@ -107,8 +107,9 @@ def test_corrupt_and_patch_draws_the_backends_heatmap_and_exports_it(app, tiny):
     heat = next(t for c in charts(app) for t in c["data"] if t.get("type") == "heatmap" and t.get("name") == "restored")
     got = np.array([[np.nan if v is None else v for v in row] for row in heat["z"]], dtype=float)
     np.testing.assert_allclose(got, expected.restored, rtol=1e-5, atol=1e-7)
-    table = next(d.value for d in app.dataframe if "all spans" in d.value.columns)
-    np.testing.assert_allclose(table["all spans"].to_numpy(dtype=float), expected.all_restored, rtol=1e-5)
+    table = next(d.value for d in app.dataframe if "all spans" in d.value.columns)  # as shown: 3 decimals, or a word
+    shown_all = np.array([np.nan if v == "undefined" else float(v) for v in table["all spans"]])
+    np.testing.assert_allclose(shown_all, expected.all_restored, atol=5e-4)
     from ui.widgets import plain
 
     assert any(m.value.startswith(f"**{plain(expected.description)}**") for m in app.markdown)
