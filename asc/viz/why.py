@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from asc.missing import ABSENT, UNDEFINED
 from asc.viz.colors import PATCHING_SCALE
 from asc.viz.html import escape_text
+from asc.viz.treefit import wrap_px
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["PATCHING_SCALE", "patching_heatmap"]
 
 _LABEL = 18
+_TITLE_PX = 14  # the title's font size
 
 
 def _label(text: str, k: int) -> str:
@@ -51,13 +53,17 @@ def patching_heatmap(p: Patching, title: str | None = None) -> go.Figure:
         colorbar={"title": {"text": "share restored<br>(below 0: patching<br>made it worse)"},
                   "tickvals": [-1, -0.5, 0, 0.5, 1]}, name="restored",
     ))
-    target = escape_text(str(p.target.get("text", "")))
+    target = str(p.target.get("text", ""))
+    width = max(360, min(1100, 160 + 28 * len(labels)))
+    # the title wrapped to the figure's width (a one-node heatmap is narrow): never cut at its edge; wrap_px escapes
+    heading = wrap_px(title or (f"{p.description}: target {target!r}, log p clean {p.clean_value:.3f}, "
+                                f"corrupted {p.corrupted_value:.3f}"), width - 80, _TITLE_PX)
+    lines = heading.count("<br>") + 1
     fig.update_layout(
-        title=title or (f"{escape_text(p.description)}: target {target!r}, log p clean {p.clean_value:.3f}, "
-                        f"corrupted {p.corrupted_value:.3f}"),
+        title={"text": heading, "font": {"size": _TITLE_PX}, "x": 0.02, "xanchor": "left"},
         xaxis={"title": "patched node", "tickangle": -45, "type": "category"},
         yaxis={"title": "layer (0 = embeddings)", "dtick": max(1, len(p.layers) // 10)},
-        width=max(360, min(1100, 160 + 28 * len(labels))), height=max(320, min(720, 140 + 16 * len(p.layers))),
-        margin={"l": 60, "r": 20, "t": 60, "b": 120},
+        width=width, height=max(320, min(720, 140 + 16 * len(p.layers))) + (_TITLE_PX + 5) * (lines - 1),
+        margin={"l": 60, "r": 20, "t": 30 + (_TITLE_PX + 5) * lines, "b": 120},
     )
     return fig

@@ -186,6 +186,29 @@ def test_why_this_token_fits_its_panels_after_a_run(app_server, browser):
     page.close()
 
 
+def test_patching_fits_its_panels_after_a_run(app_server, browser):
+    """Issue 44: "What changes it?" after a run on SmolLM2 (the default example, its ``return``, the first offered
+    corruption): the heatmap and the per-category table lie in their panels, and the heatmap's colour bar says what a
+    negative share means."""
+    from playwright.sync_api import expect
+
+    page = _open(browser, app_server, "Completion inspector")
+    code = page.locator(".st-key-code textarea")
+    expect(code).to_have_value(re.compile(r"return count"), timeout=WAIT_MS)  # the default example
+    sequence = page.locator("pre.asc-seq").first
+    click_until(page, page.get_by_role("button", name="Explain", exact=True),
+                lambda t: expect(sequence).to_contain_text("count", timeout=t), 2 * WAIT_MS, tries=2)
+    choose(page, "patch_token", "return", re.compile(r"^\d+: ' return'$"), WAIT_MS)  # corruptions come before it
+    rerun(page, lambda: page.get_by_role("button", name="Corrupt and patch").click(), WAIT_MS)
+    heat = page.locator(".st-key-patch_heatmap .main-svg").first
+    expect(heat).to_be_visible(timeout=WAIT_MS)
+    expect(page.locator(".st-key-patch_heatmap g.colorbar")).to_contain_text(re.compile(r"below 0: patching\s*made it worse"))
+    heat.scroll_into_view_if_needed()
+    page.screenshot(path=str(OUT / "fit-inspector-patching.png"))
+    _figures_fit(page, "inspector-patching", 5)  # shown ones: the inspector's, the heatmap, the per-category table
+    page.close()
+
+
 def test_compare_figures_fit_their_panels(app_server, browser):
     from playwright.sync_api import expect
 

@@ -49,7 +49,22 @@ def test_heatmap_escapes_code_and_fits_a_panel(patching):
     fig = patching_heatmap(patching)
     assert "<b>" not in fig.layout.title.text and "&lt;b&gt;" in fig.layout.title.text
     assert all("<b>" not in cell for row in fig.data[0].text for cell in row)
-    assert 360 <= fig.layout.width <= 1100 and 320 <= fig.layout.height <= 720
+    assert 360 <= fig.layout.width <= 1100 and 320 <= fig.layout.height <= 720 + 19 * 4
     assert all(len(label) <= 24 for label in fig.data[0].x)
     assert any(math.isnan(v) for v in patching.restored.ravel()) == any(
         v is None for row in fig.data[0].z for v in row)
+
+
+def test_a_long_title_is_wrapped_inside_a_narrow_heatmap(tiny):
+    """Issue 44's screenshot: a one-node heatmap cut its title ("rename 'count_chars' to 'ware_planet' (1 occurren")."""
+    import html
+
+    from asc.viz.treefit import text_px
+
+    one = patch(tiny, _rename(SRC, "x", "y"), spans=[1])  # one node: the narrowest heatmap
+    fig = patching_heatmap(one)
+    lines = fig.layout.title.text.split("<br>")
+    assert len(lines) > 1
+    assert all(text_px(html.unescape(line), fig.layout.title.font.size) <= fig.layout.width - fig.layout.title.x
+               * fig.layout.width for line in lines)
+    assert fig.layout.margin.t >= len(lines) * fig.layout.title.font.size  # the lines have room above the plot
