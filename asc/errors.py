@@ -7,7 +7,7 @@ can show ``str(error)`` as one clear line instead of a traceback.
 from __future__ import annotations
 
 __all__ = ["AscError", "UnknownModelError", "ModelLoadError", "InputError", "TooDeepError", "CorpusError",
-           "MissingExtraError"]
+           "MissingExtraError", "UnsupportedArchitectureError"]
 
 
 class AscError(Exception):
@@ -40,3 +40,8 @@ class CorpusError(AscError, ValueError):
 class MissingExtraError(AscError):
     """An optional feature whose packages are not installed; the message names the pip extra that installs them
     (raised by :func:`asc.extras.require`)."""
+
+
+class UnsupportedArchitectureError(InputError):
+    """A model whose layout a feature does not know: the message names the feature, the architecture and the
+    supported names of the part not found (raised by :mod:`asc.arch`)."""

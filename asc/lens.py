@@ -6,7 +6,8 @@ model's final norm and its output embeddings (tied or not), and the logit soft-c
 ``final_logit_softcapping`` (Gemma 2; ``tanh(x / cap) * cap``). Layer ``L``'s state is already normalised in
 transformers 5 (it *is* ``last_hidden_state``), so the norm is applied to layers ``0 .. L-1`` only, and the last
 layer reproduces the model's output probabilities (tested to 1e-5 on SmolLM2 and Gemma 3). Gemma's ``(1 + w)``
-RMSNorm needs nothing special: the model's own norm module is called.
+RMSNorm needs nothing special: the model's own norm module is called. The parts are found by :mod:`asc.arch`
+(OPT's final norm includes its ``project_out``).
 
 Cost: one forward pass of the base model with hidden states (no LM head), then per layer one unembedding of the
 scored positions, in row chunks under the device's logit budget (:func:`asc.device.logit_budget`), each chunk
@@ -37,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from asc.arch import apply_softcap, model_insides
 from asc.device import fast_bfloat16, logit_budget, model_device
 from asc.errors import InputError
 from asc.models import ModelBundle
@@ -52,11 +54,9 @@ from asc.scores import (
     window_size,
 )
 
-__all__ = ["LENS_NORMS", "LayerScores", "LensParts", "lens_ids", "lens_parts", "lens_scores"]
+__all__ = ["LayerScores", "LensParts", "lens_ids", "lens_parts", "lens_scores"]
 
-LENS_NORMS = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "norm_f")  # final-norm names we look for
-_VERIFIED = "Llama (SmolLM2), Gemma 3, GPT-2, and other decoders whose base model has a final norm named " + \
-    ", ".join(LENS_NORMS)
+_FEATURE = "the logit lens"
 
 
 @dataclass(frozen=True)
@@ -94,23 +94,12 @@ class LayerScores:
 
 
 def lens_parts(bundle: ModelBundle) -> LensParts:
-    """The base model, final norm, unembedding and soft-cap of ``bundle``; an :class:`InputError` that names the
-    supported architectures when one of them cannot be found."""
+    """The base model, final norm, unembedding and soft-cap of ``bundle``, as :func:`asc.arch.model_insides` finds
+    them; an :class:`~asc.errors.UnsupportedArchitectureError` naming the supported names when one is missing."""
     if not bundle.causal:
         raise InputError(f"{bundle.name} is an encoder: the logit lens needs a causal language model")
-    model = bundle.model
-    base = getattr(model, "base_model", None)
-    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    norm = next((getattr(base, name) for name in LENS_NORMS if base is not None and getattr(base, name, None)
-                 is not None), None)
-    if base is None or base is model or head is None or norm is None:
-        kind = getattr(model.config, "model_type", type(model).__name__)
-        raise InputError(f"the logit lens cannot find the final norm and output head of {bundle.name} ({kind}); "
-                         f"supported: {_VERIFIED}")
-    cfg = model.config
-    cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
-    cap = getattr(cfg, "final_logit_softcapping", None)
-    return LensParts(base, norm, head, float(cap) if cap else None, bundle.n_layers)
+    found = model_insides(bundle, _FEATURE)
+    return LensParts(found.base, found.norm, found.head, found.softcap, bundle.n_layers)
 
 
 _FAST_HEADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -147,8 +136,7 @@ def _layer_stats(parts: LensParts, hidden: Any, targets: Any, normalize: bool, k
             logits = torch.nn.functional.linear(h.to(torch.bfloat16), weight)
         else:
             logits = parts.head(h)
-        if parts.softcap:
-            logits = torch.tanh(logits.float() / parts.softcap) * parts.softcap
+        logits = apply_softcap(logits, parts.softcap)
         parts_out.append(token_stats(logits, targets[i : i + rows], k, budget))
     return [np.concatenate([p[j] for p in parts_out]) for j in range(5)]
 
@@ -195,7 +183,7 @@ def lens_ids(bundle: ModelBundle, source: str, ids: Sequence[int] | np.ndarray, 
                                 use_cache=False).hidden_states
             if len(states) != n_rows:
                 raise InputError(f"{bundle.name} returned {len(states)} hidden states for {parts.n_layers} layers; "
-                                 f"the logit lens supports {_VERIFIED}")
+                                 "the logit lens needs one hidden state per layer plus the embeddings")
             for j, r in enumerate(chunk):
                 seq, first = rows[r]
                 if len(seq) <= first:

@@ -43,11 +43,12 @@ def main() -> None:
     import numpy as np
     import torch
 
+    from asc.arch import decoder_layers
     from asc.models import load_model
     from asc.scores import encode
     from asc.why.corrupt import Corruption, Edit, corrupt
     from asc.why.patching import align_tokens, default_target, patch
-    from asc.why.residual import decoder_layers, record
+    from asc.why.residual import record
     from benchmarks.report import Report, quiet_torch
 
     report = Report("patching", "what activation patching costs, and PyTorch hooks against nnsight", out=args.out)
@@ -94,7 +95,7 @@ def main() -> None:
         from nnsight import NNsight
 
         traced = NNsight(bundle.model)
-        _, layers = decoder_layers(bundle.model, n_layers)
+        _, layers = decoder_layers(bundle.model)
         clean = record(bundle, encode(bundle, SNIPPET)[0], "hooks")
         path = next(name for name, module in bundle.model.named_modules() if module is layers)
         x = torch.as_tensor(bad_ids)[None].expand(len(rows_pos), -1)

@@ -13,7 +13,7 @@ Two methods, the same numbers (``tests/asc/why/test_patching.py``):
   ``0..l-1``, the embeddings and the other positions' logits are never recomputed. Supported for the model types
   in :data:`CACHED_TYPES` (checked by the tests on GPT-2, Llama and Gemma 3).
 - ``"hooks"``: a full forward pass per batch with a PyTorch forward pre-hook on layer ``l`` that writes the rows'
-  vectors into its input; any decoder whose layers form one ``ModuleList`` works this way.
+  vectors into its input; any decoder whose layers :mod:`asc.arch` finds works this way.
 
 Layer ``l`` means the input of decoder layer ``l`` (0: the embeddings, as the model feeds them to layer 0).
 """
@@ -26,31 +26,28 @@ from typing import Any
 
 import numpy as np
 
+from asc.arch import apply_softcap, decoder_layers, model_insides
 from asc.device import model_device
 from asc.errors import InputError
 from asc.models import ModelBundle
 
-__all__ = ["CACHED_TYPES", "ResidualRuns", "decoder_layers", "record"]
+__all__ = ["CACHED_TYPES", "ResidualRuns", "record"]
 
 #: Model types whose decoder layers the cached method calls one by one (each checked against a full pass).
 CACHED_TYPES = frozenset({"gpt2", "llama", "gemma3_text", "gemma3"})
 
-_FINAL_NORMS = ("norm", "ln_f", "final_layernorm", "norm_f")
+_FEATURE = "activation patching"
 
 Row = tuple[np.ndarray, Any]  # (positions (P,) int, vectors (P, H) tensor) of one patched run
 
 
-def decoder_layers(model: Any, n_layers: int) -> tuple[Any, Any]:
-    """``(owner, layers)``: the ``ModuleList`` of the model's ``n_layers`` decoder layers and the module holding
-    it (whose final norm the cached method applies), or an :class:`InputError`."""
-    import torch
-
-    for _, module in model.named_modules():
-        for child in module.children():
-            if isinstance(child, torch.nn.ModuleList) and len(child) == n_layers and n_layers:
-                return module, child
-    raise InputError(f"{type(model).__name__}: no list of {n_layers} decoder layers found, so no residual stream to "
-                     "patch; choose a decoder such as smollm2-135m or gemma3-270m")
+def _layers(model: Any, n_layers: int) -> Any:
+    """The model's ``n_layers`` decoder layers (:func:`asc.arch.decoder_layers`), or an :class:`InputError`."""
+    _, layers = decoder_layers(model, _FEATURE)
+    if len(layers) != n_layers:
+        raise InputError(f"{type(model).__name__}: {len(layers)} decoder layers found where the config says "
+                         f"{n_layers}, so no residual stream to patch; choose a decoder such as smollm2-135m")
+    return layers
 
 
 def _batched(value: Any, batch: int) -> Any:
@@ -102,22 +99,19 @@ class ResidualRuns:
             return torch.log_softmax(logits.float(), -1)[:, token].double().cpu().numpy()
 
     def _from_layer(self, layer: int, hidden: Any, position: int) -> Any:
-        model = self.bundle.model
-        owner, layers = decoder_layers(model, self.n_layers)
+        parts = model_insides(self.bundle, _FEATURE)
+        layers = parts.layers
         batch = hidden.shape[0]
         for k in range(layer, self.n_layers):
             args, kwargs = self.calls[k]
             out = layers[k](hidden, *_batched(args, batch), **_batched(kwargs, batch))
             hidden = out[0] if isinstance(out, tuple) else out
-        norm = next(getattr(owner, n) for n in _FINAL_NORMS if hasattr(owner, n))
-        logits = model.get_output_embeddings()(norm(hidden[:, position]))
-        cap = getattr(getattr(model, "config", None), "final_logit_softcapping", None)
-        return logits if cap is None else torch_tanh_cap(logits, cap)
+        return apply_softcap(parts.head(parts.norm(hidden[:, position])), parts.softcap)
 
     def _hooked(self, layer: int, hidden: Any, position: int) -> Any:
         import torch
 
-        _, layers = decoder_layers(self.bundle.model, self.n_layers)
+        layers = _layers(self.bundle.model, self.n_layers)
 
         def swap(module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
             return (hidden, *args[1:]), kwargs
@@ -128,13 +122,6 @@ class ResidualRuns:
             return self.bundle.model(input_ids=ids, use_cache=False).logits[:, position]
         finally:
             handle.remove()
-
-
-def torch_tanh_cap(logits: Any, cap: float) -> Any:
-    """Gemma's final logit soft-capping, ``cap * tanh(logits / cap)``, as its forward applies it."""
-    import torch
-
-    return torch.tanh(logits / cap) * cap
 
 
 def record(bundle: ModelBundle, ids: np.ndarray, method: str = "auto") -> ResidualRuns:
@@ -152,7 +139,7 @@ def record(bundle: ModelBundle, ids: np.ndarray, method: str = "auto") -> Residu
     if method == "cached" and kind not in CACHED_TYPES:
         raise InputError(f"the cached patching method supports {', '.join(sorted(CACHED_TYPES))}, not {kind!r}: "
                          "use method='hooks'")
-    _, layers = decoder_layers(model, bundle.n_layers)
+    layers = _layers(model, bundle.n_layers)
     inputs: list[Any] = [None] * len(layers)
     calls: list[tuple[tuple, dict]] = [((), {})] * len(layers)
 
