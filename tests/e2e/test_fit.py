@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from tests.browser import OUT, choose, click_until, has_chromium, idle, keyed, open_page, rerun
+from tests.browser import MODEL_RUN, OUT, choose, click_until, has_chromium, idle, keyed, open_page, rerun
 from ui.charts import WINDOW_PX
 
 pytestmark = [pytest.mark.real, pytest.mark.browser, pytest.mark.slow,
@@ -198,8 +198,10 @@ def test_patching_fits_its_panels_after_a_run(app_server, browser):
     sequence = page.locator("pre.asc-seq").first
     click_until(page, page.get_by_role("button", name="Explain", exact=True),
                 lambda t: expect(sequence).to_contain_text("count", timeout=t), 2 * WAIT_MS, tries=2)
-    choose(page, "patch_token", "return", re.compile(r"^\d+: ' return'$"), WAIT_MS)  # corruptions come before it
-    rerun(page, lambda: page.get_by_role("button", name="Corrupt and patch").click(), WAIT_MS)
+    # the explanation's run over (the default example's sequence may show before it): its patch section drawn
+    expect(keyed(page, "patch_token")).to_be_visible(timeout=WAIT_MS)
+    choose(page, "patch_token", "return", re.compile(r"^\d+: ' return'$"), MODEL_RUN)  # corruptions come before it
+    rerun(page, lambda: page.get_by_role("button", name="Corrupt and patch").click(), MODEL_RUN)
     heat = page.locator(".st-key-patch_heatmap .main-svg").first
     expect(heat).to_be_visible(timeout=WAIT_MS)
     expect(page.locator(".st-key-patch_heatmap g.colorbar")).to_contain_text(re.compile(r"below 0: patching\s*made it worse"))
