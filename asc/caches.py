@@ -17,8 +17,8 @@ a planted model entry whose ``config.json`` carries an ``auto_map`` made transfo
   owned by this user (or root), each folder private; it is loaded with remote code off whatever the caller asked.
 * **Digests** (:func:`write_manifest`, :func:`verify_manifest`): the app writes ``asc-manifest.json`` with the
   size and SHA-256 of every file of the entry when it creates it; a load checks the entry against it (once per
-  process and file version: 0.4 s for SmolLM2's 516 MiB, 0.8 s for Gemma 3's 1,054 MiB on the 2-core machine), so
-  a damaged, cut or swapped file is found.
+  process and file version: one read of the weights, under a second for the embedded models), so a damaged, cut or
+  swapped file is found.
   An entry that fails is not loaded; :mod:`asc.models` de-quantizes again and replaces it.
 
 The digests alone would not stop a user who can write the folder (they can rewrite the manifest too): privacy is

@@ -2,8 +2,8 @@
 
 For a causal LM with ``L`` blocks, ``hidden_states`` has ``L + 1`` entries: the embeddings (layer 0) and the
 output of each block. Layer ``l``'s distribution over the next token is ``softmax(head(norm(h_l)))`` with the
-model's final norm and its output embeddings (tied or not), and the logit soft-cap when the config sets
-``final_logit_softcapping`` (Gemma 2; ``tanh(x / cap) * cap``). Layer ``L``'s state is already normalised in
+model's final norm and its output embeddings (tied or not), and the logit soft-cap where the model has one
+(Gemma 2 and 3; ``tanh(x / cap) * cap``: :func:`asc.arch.logit_softcap`). Layer ``L``'s state is already normalised in
 transformers 5 (it *is* ``last_hidden_state``), so the norm is applied to layers ``0 .. L-1`` only, and the last
 layer reproduces the model's output probabilities (tested to 1e-5 on SmolLM2 and Gemma 3). Gemma's ``(1 + w)``
 RMSNorm needs nothing special: the model's own norm module is called. The parts are found by :mod:`asc.arch`
