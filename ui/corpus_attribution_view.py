@@ -14,6 +14,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from asc.corpus.folder import read_run_meta
 from asc.errors import CorpusError
 from asc.export import csv_text
 from asc.jobs import JobKind
@@ -29,7 +30,6 @@ from asc.why.corpus_run import (
     attribution_settings,
     has_attribution,
     pending_parts,
-    run_settings,
 )
 from asc.why.matrix import AttributionMatrix, run_matrix
 from ui import guards, jobs
@@ -80,7 +80,7 @@ def _compute(chosen: list[Path], labels: list[str], expanded: bool) -> None:
                    "snippet with the run's own model; stop it in the job panel, start it again to resume.")
         if st.button("Compute corpus attribution", key="attr_compute_start", disabled=jobs.running(JobKind.EVAL)):
             try:
-                model = str(run_settings(path)["model"]["name"])
+                model = read_run_meta(path).model_name
             except (CorpusError, KeyError, TypeError) as err:
                 st.error(plain(str(err)))
                 return

@@ -85,13 +85,12 @@ def write_layers(out: Path, part: int, rows: Sequence[pd.DataFrame] | bytes) -> 
 
 def has_layers(path: str | Path) -> bool:
     """Whether the run folder was made with ``--layers`` (its settings say so)."""
-    from asc.corpus.listing import read_meta
+    from asc.corpus.folder import read_run_meta
 
     try:
-        meta = read_meta(Path(path))
+        return read_run_meta(Path(path)).settings.per_layer
     except CorpusError:
         return False
-    return bool((meta.get("settings") or {}).get("layers"))
 
 
 def layer_summary(path: str | Path, label: str | None = None) -> pd.DataFrame:
@@ -99,11 +98,11 @@ def layer_summary(path: str | Path, label: str | None = None) -> pd.DataFrame:
     ``model, category, layer, depth, value`` (median node value), ``n`` (nodes). Finished chunks only."""
     import pandas as pd
 
-    from asc.corpus.listing import read_meta
+    from asc.corpus.folder import read_run_meta
 
     path = Path(path)
-    meta = read_meta(path)
-    if not (meta.get("settings") or {}).get("layers"):
+    meta = read_run_meta(path)
+    if not meta.settings.per_layer:
         raise CorpusError(f"{path} was evaluated without --layers: run `python -m asc eval ... --layers` into a new "
                           "folder to see values per layer")
     done = sorted((path / "snippets").glob("part-*.parquet"))
@@ -125,7 +124,7 @@ def layer_summary(path: str | Path, label: str | None = None) -> pd.DataFrame:
     table = pd.concat([per_cat, overall], ignore_index=True).rename(columns={"median": "value", "size": "n"})
     last = max(1, int(layers["layer"].max()))
     table["depth"] = table["layer"] / last
-    model = label or str((meta.get("settings") or {}).get("model", {}).get("name", path.name))
+    model = label or meta.model_name
     table.insert(0, "model", model)
     return table[["model", "category", "layer", "depth", "value", "n"]].sort_values(
         ["category", "layer"], kind="stable").reset_index(drop=True)

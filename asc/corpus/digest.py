@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from asc.concepts import language_of
+from asc.corpus.folder import RunMeta
 from asc.errors import CorpusError
 
 __all__ = ["DIGEST", "RunDigest", "digest_bytes", "digest_table", "read_digest"]
@@ -121,11 +122,11 @@ class RunDigest:
     ``snippet`` int32 (n,): run-wide snippet position (0 .. n_snippets-1, parts in order); ``category`` int16
     (n,) and ``type`` int32 (n,): codes into ``categories`` / ``types``; ``value`` float64 (n,);
     ``first_snippet``/``first_category``/``first_type`` bool (n,) (see the module docstring); ``n_snippets``:
-    every finished snippet, those without a categorized node included; ``meta``: the run's meta.json; ``languages``: of its snippets, sorted; ``parts``: the part names read, with
+    every finished snippet, those without a categorized node included; ``meta``: the run's meta.json (:class:`asc.corpus.folder.RunMeta`); ``languages``: of its snippets, sorted; ``parts``: the part names read, with
     the state (size, mtime) they were read in, so :func:`read_digest` can extend it."""
 
     path: Path
-    meta: dict
+    meta: RunMeta
     languages: tuple[str, ...]
     n_snippets: int
     snippet: np.ndarray
@@ -224,7 +225,7 @@ def _read_part(folder: Path, name: str) -> _Part:
                           "evaluation again") from None
 
 
-def read_digest(path: str | Path, meta: dict, previous: RunDigest | None = None) -> RunDigest:
+def read_digest(path: str | Path, meta: RunMeta, previous: RunDigest | None = None) -> RunDigest:
     """The digest of every finished part of the run at ``path`` whose meta.json is ``meta`` (reusing ``previous``
     for the parts it already read in the same state). A run without a finished part is a :class:`CorpusError`.
     :func:`asc.corpus.runs.load_digest` reads and checks the meta.json first."""
@@ -246,7 +247,7 @@ def read_digest(path: str | Path, meta: dict, previous: RunDigest | None = None)
     return _concat(folder, meta, [cache[name] for name in names], tuple(seen), cache)
 
 
-def _concat(folder: Path, meta: dict, parts: list[_Part], seen: tuple[tuple[str, int, int], ...], cache: dict[str, _Part]) -> RunDigest:
+def _concat(folder: Path, meta: RunMeta, parts: list[_Part], seen: tuple[tuple[str, int, int], ...], cache: dict[str, _Part]) -> RunDigest:
     categories: dict[str, int] = {}
     types: dict[str, int] = {}
     snippet, category, type_, value, flags = [], [], [], [], []

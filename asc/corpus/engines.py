@@ -296,7 +296,7 @@ def _score(ray: Any, first_part: int, chunks: list[list[Snippet]], folder: Path,
         for row in _rows(ds):
             if plan is None:  # the settings check needs the model as the actors loaded it
                 plan = plan_run(json.loads(str(row["model"])), snippets, folder, **plan_args)
-                bar = progress_bar(progress, plan, plan.meta["settings"]["model"]["name"])
+                bar = progress_bar(progress, plan, plan.run_meta.model_name)
             if LAYERS_TABLE in row:  # before the chunk: its snippets part marks the chunk done
                 write_layers(folder, int(row["part"]), bytes(row[LAYERS_TABLE]))
             write_chunk(folder, int(row["part"]), {t: bytes(row[t]) for t in (*TABLES, FORKS_TABLE) if t in row})

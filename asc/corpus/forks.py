@@ -37,8 +37,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from asc.branching.forks import ForkSettings, fork_points, node_fork_rate
-from asc.concepts import GLOBAL, language_of, load_categories
+from asc.concepts import GLOBAL, load_categories
 from asc.corpus.bootstrap import snippet_weights
+from asc.corpus.folder import RunMeta, read_run_meta, run_language
 from asc.errors import AscError, CorpusError, InputError
 from asc.explain import Explanation
 
@@ -70,9 +71,9 @@ def cli_settings(forks: bool, max_margin: float | None, min_entropy: float | Non
                         default.min_entropy if min_entropy is None else min_entropy)
 
 
-def fork_settings(meta: dict) -> ForkSettings | None:
+def fork_settings(meta: RunMeta) -> ForkSettings | None:
     """The thresholds a run was made with (its meta.json), or None for a run made without ``--forks``."""
-    entry = (meta.get("settings") or {}).get("forks")
+    entry = meta.settings.forks
     if entry is None:
         return None
     try:
@@ -84,10 +85,8 @@ def fork_settings(meta: dict) -> ForkSettings | None:
 
 def has_forks(path: str | Path) -> bool:
     """Whether the run folder was made with ``--forks`` (its settings say so)."""
-    from asc.corpus.listing import read_meta
-
     try:
-        return fork_settings(read_meta(Path(path))) is not None
+        return fork_settings(read_run_meta(Path(path))) is not None
     except CorpusError:
         return False
 
@@ -128,14 +127,12 @@ def with_forks(tables: dict[str, pd.DataFrame], explanation: Explanation,
                      FORKS_TABLE: rows}
 
 
-def _read(path: Path) -> tuple[dict, pd.DataFrame]:
+def _read(path: Path) -> tuple[RunMeta, pd.DataFrame]:
     """meta.json and the ``forks/`` rows of the finished chunks, or CorpusError naming the fix."""
     import pandas as pd
     import pyarrow as pa
 
-    from asc.corpus.listing import read_meta
-
-    meta = read_meta(path)
+    meta = read_run_meta(path)
     if fork_settings(meta) is None:
         raise CorpusError(f"{path} was evaluated without --forks: run `python -m asc eval ... --forks` into a new "
                           "folder to count fork points")
@@ -162,9 +159,7 @@ def fork_table(run: Any, categories: Sequence[str] | None = None, n_boot: int = 
     meta, rows = _read(path)
     snippets = pd.Index(rows["snippet_id"].astype(str).unique())
     if categories is None:
-        first = sorted((path / "snippets").glob("part-*.parquet"))[0]
-        languages = pd.read_parquet(first, columns=["language"])["language"]
-        categories = load_categories(language_of(languages)).categories
+        categories = load_categories(run_language(path)).categories
     names = [GLOBAL, *categories]
     rows = rows[rows["category"].isin(names)]
     s, g = snippets.get_indexer(rows["snippet_id"].astype(str)), pd.Index(names).get_indexer(rows["category"])
@@ -187,8 +182,8 @@ def fork_table(run: Any, categories: Sequence[str] | None = None, n_boot: int = 
                     "ci_high": float(hi), "boot_std": float(col.std()) if len(col) else math.nan,
                     "n_forks": int(forks[k]), "n_tokens": int(sums[k]), "n_snippets": int((total[:, k] > 0).sum())})
     table = pd.DataFrame(out)
-    table.insert(0, "corpus", str((meta.get("settings") or {}).get("corpus", "")))
-    table.insert(0, "model", label or str(meta["settings"]["model"]["name"]))
+    table.insert(0, "corpus", meta.settings.corpus)
+    table.insert(0, "model", label or meta.model_name)
     return table[FORK_COLUMNS]
 
 

@@ -2,31 +2,20 @@
 
 :func:`run_folders` is the one listing of run folders (corpus runs, and with ``"heads.npz"`` attention runs),
 newest first, readable ones only; :func:`broken_runs` lists the others with why, so pages can say which
-folder to delete. :func:`read_meta` reads a meta.json or raises a :class:`CorpusError` naming the folder and
-the fix; :func:`meta_problem` says why a parsed one is not a corpus run's; :func:`run_info` is a run's
+folder to delete (a meta.json is read by :mod:`asc.corpus.folder`, the run folder's owner); :func:`run_info` is a run's
 name in pickers in parts (:class:`RunInfo`), :func:`run_title` the one line they make.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from asc.corpus.folder import RunMeta, meta_problem, read_meta
 from asc.errors import CorpusError
 
-__all__ = ["RunInfo", "broken_runs", "meta_problem", "read_meta", "run_folders", "run_info", "run_title"]
-
-
-def meta_problem(meta: dict) -> str | None:
-    """Why a parsed meta.json is not a corpus run's (None: it is)."""
-    settings = meta.get("settings")
-    if not isinstance(settings, dict):
-        return "meta.json has no settings"
-    if not isinstance(settings.get("model"), dict) or not isinstance(settings["model"].get("name"), str):
-        return "meta.json names no model"
-    return None
+__all__ = ["RunInfo", "broken_runs", "run_folders", "run_info", "run_title"]
 
 
 def _problem(folder: Path, required: tuple[str, ...]) -> str | None:
@@ -86,21 +75,6 @@ def broken_runs(root: str | Path, *required: str) -> list[tuple[Path, str]]:
     return [(p, reason) for p, reason in found if reason is not None]
 
 
-def read_meta(path: str | Path) -> dict:
-    """A run folder's meta.json, or CorpusError naming the folder when it is missing or not a JSON object."""
-    meta_path = Path(path) / "meta.json"
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CorpusError(f"{path} is not a run folder (no meta.json); create one with `python -m asc eval`") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-        raise CorpusError(f"{meta_path} cannot be read ({str(err)[:200]}); delete the folder and run the evaluation "
-                          "again") from None
-    if not isinstance(meta, dict):
-        raise CorpusError(f"{meta_path} is not a JSON object; delete the folder and run the evaluation again")
-    return meta
-
-
 @dataclass(frozen=True)
 class RunInfo:
     """A run's name in pickers, in parts, from its meta.json: ``model`` and ``corpus`` names (``?`` when missing),
@@ -130,12 +104,13 @@ def run_info(path: str | Path) -> RunInfo:
     """The parts of the run folder's name in pickers (:class:`RunInfo`); a meta.json that cannot be read is a
     :class:`CorpusError` (:func:`read_meta`)."""
     meta = read_meta(path)
-    settings = meta["settings"] if isinstance(meta.get("settings"), dict) else {}
-    model = settings["model"] if isinstance(settings.get("model"), dict) else {}
-    planned = meta.get("n_planned")
-    return RunInfo(model=str(model.get("name", "?")), corpus=str(settings.get("corpus", "?")),
-                   n_planned=planned if isinstance(planned, int) and not isinstance(planned, bool) else None,
-                   finished=bool(meta.get("finished")), folder=Path(path).name)
+    if meta_problem(meta) is not None:  # not a corpus run (an attention run, or a broken one): its parts unknown
+        planned = meta.get("n_planned")
+        return RunInfo(model="?", corpus="?", n_planned=planned if isinstance(planned, int) and not isinstance(
+            planned, bool) else None, finished=bool(meta.get("finished")), folder=Path(path).name)
+    run = RunMeta.from_dict(meta, path)
+    return RunInfo(model=run.model_name, corpus=run.settings.corpus or "?", n_planned=run.n_planned,
+                   finished=run.finished is not None, folder=Path(path).name)
 
 
 def run_title(path: str | Path) -> str:

@@ -52,10 +52,10 @@ from asc.align import AlignOptions
 from asc.atomic import write_atomic
 from asc.branching.forks import ForkSettings
 from asc.concepts import GLOBAL, CategoryMap, language_of, load_categories
-from asc.corpus.depth import LAYERS_TABLE, chunk_layers, write_layers
+from asc.corpus.depth import chunk_layers, write_layers
 from asc.corpus.digest import DIGEST, RunDigest, digest_bytes, read_digest
-from asc.corpus.forks import FORKS_TABLE, settings_entry
-from asc.corpus.listing import meta_problem, read_meta
+from asc.corpus.folder import CORE_TABLES, TABLE_SPECS, RunMeta, read_meta, read_run_meta
+from asc.corpus.forks import settings_entry
 from asc.corpus.resume import (
     check_corpus,
     corpus_identity,
@@ -75,22 +75,17 @@ __all__ = ["TABLES", "RunData", "RunPlan", "chunk_tables", "done_ids", "finish_r
            "open_run", "parquet_bytes", "plan_run", "progress_bar", "run_corpus", "write_chunk"]
 
 log = logging.getLogger(__name__)
-TABLES = ("tokens", "nodes", "concepts", "snippets")  # write order: snippets last marks a chunk done
+TABLES = CORE_TABLES  # write order: snippets last marks a chunk done (asc.corpus.folder registers every table)
 FORMAT_VERSION = 2  # 2: meta.json records the corpus identity (corpus.json); folders of format 1 are read, not resumed
-_COLUMNS = {  # what readers of each table use: a part without one of them is broken
-    "snippets": ("id", "language", "loss", "n_tokens", "n_nodes", "ast_levels", "source"),
-    "tokens": ("snippet_id", "index", "prob"),
-    "nodes": ("snippet_id", "type", "category", "value"),
-    "concepts": ("snippet_id", "kind", "name", "value"),
-}
 
 
 @dataclass(frozen=True)
 class RunData:
-    """A run folder read back: ``meta`` dict and one pandas DataFrame per table."""
+    """A run folder read back: its ``meta`` (:class:`asc.corpus.folder.RunMeta`) and one pandas DataFrame per
+    table."""
 
     path: Path
-    meta: dict
+    meta: RunMeta
     snippets: Any  # pandas DataFrames (pandas is imported lazily)
     tokens: Any
     nodes: Any
@@ -140,7 +135,7 @@ def _read_part(path: Path, part: Path, table: str, columns: list[str] | None = N
         df = pd.read_parquet(part, columns=columns)
     except (OSError, ValueError, pa.ArrowException) as err:
         raise _broken(path, f"{table}/{part.name} cannot be read ({str(err).splitlines()[0] if str(err) else type(err).__name__})") from None
-    missing = [c for c in (columns or _COLUMNS[table]) if c not in df.columns]
+    missing = [c for c in (columns or TABLE_SPECS[table].columns) if c not in df.columns]
     if missing:
         raise _broken(path, f"{table}/{part.name} lacks the column{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     return df
@@ -150,7 +145,7 @@ def done_ids(out: Path) -> tuple[dict[str, str], int]:
     """sha256 of the source per snippet id of complete chunks, and the next part number. Orphan parts of a cut
     chunk are removed."""
     done_parts = {p.stem for p in (out / "snippets").glob("part-*.parquet")}
-    for table in (*TABLES[:-1], DIGEST):
+    for table in [t for t in TABLE_SPECS if t not in ("snippets", "attribution")]:
         for p in (out / table).glob("part-*.parquet"):
             if p.stem not in done_parts:
                 p.unlink()
@@ -173,6 +168,11 @@ class RunPlan:
     n_done: int
     n_planned: int
     next_part: int
+
+    @property
+    def run_meta(self) -> RunMeta:
+        """The meta.json being written, typed (:class:`asc.corpus.folder.RunMeta`)."""
+        return RunMeta.from_dict(self.meta, self.out)
 
     def chunks(self, batch_size: int) -> list[list[Snippet]]:
         """The snippets to do in chunks of ``batch_size`` (chunk ``i`` is written as part ``next_part + i``)."""
@@ -199,7 +199,7 @@ def open_run(out: str | Path) -> Iterator[Path]:
             if fresh and not any((out / "snippets").glob("part-*.parquet")):
                 if finished:
                     log.info("no chunk finished: %s removed", out)
-                remove_unstarted(out, (*TABLES, DIGEST, LAYERS_TABLE, FORKS_TABLE), created)
+                remove_unstarted(out, tuple(TABLE_SPECS), created)
 
 
 def plan_run(model: dict, snippets: Sequence[Snippet], out: Path, *, corpus: str, aggregate: str,
@@ -347,10 +347,7 @@ def load_run(path: str | Path, tables: tuple[str, ...] = TABLES) -> RunData:
     import pandas as pd
 
     path = Path(path)
-    meta = read_meta(path)
-    problem = meta_problem(meta)
-    if problem:
-        raise _broken(path, problem)
+    meta = read_run_meta(path)
     done = sorted((path / "snippets").glob("part-*.parquet"))
     if not done:
         raise CorpusError(f"{path} holds no finished snippet yet (the run failed, was stopped, or is still "
@@ -373,8 +370,4 @@ def load_digest(path: str | Path, previous: RunDigest | None = None) -> RunDiges
     without the tables themselves. ``previous`` (the same folder's digest read before) is extended by the
     parts added since. Any problem is a :class:`CorpusError` naming the folder and the fix."""
     path = Path(path)
-    meta = read_meta(path)
-    problem = meta_problem(meta)
-    if problem:
-        raise _broken(path, problem)
-    return read_digest(path, meta, previous)
+    return read_digest(path, read_run_meta(path), previous)

@@ -43,12 +43,12 @@ SUMMARY_COLUMNS = ["model", "corpus", "category", "median", "ci_low", "ci_high",
 
 def run_label(run: Any) -> str:
     """A run's name in tables: its model's name (``run``: anything with the run's ``meta``)."""
-    return str(run.meta["settings"]["model"]["name"])
+    return str(run.meta.model_name)
 
 
 def run_labels(runs: Sequence[Any]) -> list[str]:
     """Unique names: the model's, plus the run folder's name where two runs share model and corpus."""
-    keys = [(run_label(r), r.meta["settings"].get("corpus", "")) for r in runs]
+    keys = [(run_label(r), r.meta.settings.corpus) for r in runs]
     return [f"{k[0]} ({r.path.name})" if keys.count(k) > 1 else k[0] for k, r in zip(keys, runs)]
 
 
@@ -114,7 +114,7 @@ def summary_table(digests: Sequence[RunDigest], categories: Sequence[str], n_boo
     frames = []
     for digest, label in zip(digests, run_labels(digests)):
         table = category_table(digest, categories, n_boot=n_boot, seed=seed, ci=ci, method=method)
-        table.insert(0, "corpus", digest.meta["settings"].get("corpus", ""))
+        table.insert(0, "corpus", digest.meta.settings.corpus)
         table.insert(0, "model", label)
         frames.append(table)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SUMMARY_COLUMNS)

@@ -32,7 +32,7 @@ import numpy as np
 
 from asc.align import AlignOptions
 from asc.atomic import write_atomic
-from asc.corpus.listing import meta_problem, read_meta
+from asc.corpus.folder import RunSettings, read_run_meta
 from asc.corpus.resume import writer_lock
 from asc.corpus.runs import parquet_bytes
 from asc.errors import CorpusError
@@ -99,12 +99,9 @@ def _check_settings(path: Path, old: dict | None, new: dict) -> None:
 
 
 def run_settings(path: str | Path) -> dict:
-    """The run's settings (its meta.json), or a CorpusError naming the fix."""
-    meta = read_meta(path)
-    problem = meta_problem(meta)
-    if problem:
-        raise CorpusError(f"run folder {path} is broken: {problem}; delete it and run the evaluation again")
-    return dict(meta["settings"])
+    """The run's settings as meta.json records them, or a CorpusError naming the fix (readers in the backend use
+    :func:`asc.corpus.folder.read_run_meta`)."""
+    return read_run_meta(path).settings.as_dict()
 
 
 def attribute_run(path: str | Path, bundle: ModelBundle, *, k: int = DEFAULT_K, seed: int = 0,
@@ -116,15 +113,14 @@ def attribute_run(path: str | Path, bundle: ModelBundle, *, k: int = DEFAULT_K, 
     import pandas as pd
 
     path = Path(path)
-    settings = run_settings(path)
-    model = settings["model"]
-    if bundle.name != model["name"]:
-        raise CorpusError(f"{path} was evaluated with {model['name']}, not {bundle.name}: attribute it with its own "
-                          "model (leave --model out)")
+    settings = read_run_meta(path).settings
+    if bundle.name != settings.model.name:
+        raise CorpusError(f"{path} was evaluated with {settings.model.name}, not {bundle.name}: attribute it with its "
+                          "own model (leave --model out)")
     bundle.require_causal("next-token probabilities to attribute")
     wanted = {"format": _FORMAT, "method": "grad", "k": int(k), "seed": int(seed),
               "model": {"name": bundle.name, "dtype": bundle.dtype}}
-    options = AlignOptions(**(settings.get("align") or {}))
+    options = settings.align_options
     with writer_lock(path):
         _check_settings(path, attribution_settings(path), wanted)
         table = path / ATTRIBUTION_TABLE
@@ -186,7 +182,7 @@ def _write_part(file: Path, data: bytes) -> None:
     write_atomic(file, lambda tmp: tmp.write_bytes(data))
 
 
-def _explanations(bundle: ModelBundle, path: Path, name: str, settings: dict, options: AlignOptions,
+def _explanations(bundle: ModelBundle, path: Path, name: str, settings: RunSettings, options: AlignOptions,
                   skip: Collection[int] = ()) -> Iterator[tuple[int, str, Explanation]]:
     """Each snippet of part ``name`` but those at the positions ``skip``, as (position, id, explanation), explained
     as the run scored it: from its ``tokens`` rows (no model pass) where the tokenizer gives the tokens stored there,
@@ -201,7 +197,7 @@ def _explanations(bundle: ModelBundle, path: Path, name: str, settings: dict, op
     except (OSError, ValueError):
         tokens = pd.DataFrame(columns=list(_TOKEN_COLUMNS))
     by_id = {str(i): rows.sort_values("index") for i, rows in tokens.groupby("snippet_id", sort=False)}
-    aggregate = str(settings.get("aggregate") or "median")
+    aggregate = settings.aggregate or "median"
     again = []
     for position, row in enumerate(snippets.itertuples(index=False)):
         if position in skip:
@@ -214,7 +210,7 @@ def _explanations(bundle: ModelBundle, path: Path, name: str, settings: dict, op
     for language in dict.fromkeys(str(r.language) for _, r in again):
         rows = [(i, r) for i, r in again if str(r.language) == language]
         explained = explain_many(bundle, [str(r.source) for _, r in rows], language, aggregate, options,
-                                 max_window=settings.get("max_window"))
+                                 max_window=settings.max_window)
         for (position, row), ex in zip(rows, explained, strict=True):
             yield position, str(row.id), ex
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from asc.concepts import GLOBAL, language_of, load_categories
+from asc.concepts import GLOBAL, load_categories
 from asc.corpus.bootstrap import snippet_weights
 from asc.errors import InputError
 
@@ -177,15 +177,13 @@ def run_matrix(path: str | Path, *, n_boot: int = 500, seed: int = 0, ci: float 
                label: str | None = None) -> AttributionMatrix:
     """:func:`attribution_matrix` of a run folder's ``attribution/`` table over its language's categories, labelled
     ``label`` (default: the run's model); a CorpusError naming the fix when it has none."""
-    import pandas as pd
 
-    from asc.why.corpus_run import load_attribution, run_settings
+    from asc.corpus.folder import read_run_meta, run_language
+    from asc.why.corpus_run import load_attribution
 
     path = Path(path)
     rows, settings = load_attribution(path)
-    languages = pd.concat([pd.read_parquet(p, columns=["language"]) for p in sorted((path / "snippets").glob(
-        "part-*.parquet"))])["language"]
-    categories = load_categories(language_of(languages)).categories
-    model = label or str(run_settings(path)["model"]["name"])
+    categories = load_categories(run_language(path)).categories
+    model = label or read_run_meta(path).model_name
     return attribution_matrix(rows, categories, model=model, k=int(settings.get("k", 0)), n_boot=n_boot, seed=seed,
                               ci=ci)

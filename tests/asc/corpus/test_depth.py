@@ -47,7 +47,7 @@ def test_output_layer_equals_the_nodes_table(layered, tiny):
                                                           right_on=["snippet_id", "id"])
     assert len(last) == run.nodes["value"].notna().sum()
     assert np.allclose(last["value_x"], last["value_y"], atol=1e-6)
-    assert has_layers(layered) and load_run(layered).meta["settings"]["layers"] is True
+    assert has_layers(layered) and load_run(layered).meta.settings.per_layer is True
 
 
 def test_summary_is_the_median_per_category_and_layer(layered, tiny):
@@ -67,7 +67,7 @@ def test_settings_keep_layers_apart(layered, tiny, snippets, tmp_path):
         run_corpus(tiny, snippets, layered, corpus="humaneval", batch_size=4, progress=False)
     plain = tmp_path / "plain"
     run_corpus(tiny, snippets[:2], plain, corpus="humaneval", progress=False)
-    assert "layers" not in load_run(plain).meta["settings"] and not has_layers(plain)
+    assert not load_run(plain).meta.settings.per_layer and not has_layers(plain)
     with pytest.raises(CorpusError, match="without --layers: run `python -m asc eval ... --layers`"):
         layer_summary(plain)
 
@@ -103,7 +103,7 @@ def test_ray_writes_the_same_layers(ray_local, layered, snippets, tmp_path):
     a = pd.read_parquet(layered / "layers").sort_values(keys).reset_index(drop=True)
     b = pd.read_parquet(out / "layers").sort_values(keys).reset_index(drop=True)
     pd.testing.assert_frame_equal(a, b)
-    assert load_run(out).meta["settings"]["layers"] is True
+    assert load_run(out).meta.settings.per_layer is True
 
 
 def test_cli_compare_adds_crossings_of_layer_runs_and_refuses_a_run_twice(layered, tiny, snippets, tmp_path, capsys):

@@ -54,7 +54,7 @@ def test_ray_run_equals_local_run(ray_local, reference, snippets, tmp_path, monk
                          progress=False)
     run = load_run(out)
     _assert_same_run(reference, run)
-    assert run.meta["settings"] == reference.meta["settings"] and run.meta.get("finished")
+    assert run.meta.settings == reference.meta.settings and run.meta.finished
     assert sorted(p.name for p in (out / "tokens").iterdir()) == [f"part-{i:05d}.parquet" for i in range(3)]
     assert ray_local.is_initialized()  # a Ray it did not start is left running
 
@@ -89,10 +89,10 @@ def test_runs_resume_across_engines(ray_local, tiny, reference, snippets, tmp_pa
     run_corpus_ray("tiny-random", snippets, tmp_path / "b", corpus="humaneval", batch_size=4, workers=1,
                    progress=False, on_progress=lambda done, total: seen.append(done), should_stop=lambda: True)
     partial = load_run(tmp_path / "b")
-    assert seen == [4] and len(partial.snippets) == 4 and not partial.meta.get("finished")
+    assert seen == [4] and len(partial.snippets) == 4 and partial.meta.finished is None
     run_corpus(tiny, snippets, tmp_path / "b", corpus="humaneval", batch_size=4, progress=False)
     resumed = load_run(tmp_path / "b")
-    assert resumed.meta.get("finished")
+    assert resumed.meta.finished
     _assert_same_run(reference, resumed)  # the same chunks as the reference run: exact
 
 

@@ -92,7 +92,7 @@ def test_the_tables_of_a_hand_made_run_hold_the_forks(hand):
     assert tuple(rows.loc[("a", "Operator")]) == (3, 3) and tuple(rows.loc[("a", "Types")]) == (1, 1)
     assert tuple(rows.loc[("b", GLOBAL)]) == (7, 0)
     assert ("a", "Iteration") not in rows.index  # absent categories have no row
-    assert run.meta["settings"]["forks"] == {"max_margin": 0.1, "min_entropy": 2.0} and has_forks(hand)
+    assert run.meta.settings.forks == {"max_margin": 0.1, "min_entropy": 2.0} and has_forks(hand)
 
 
 def test_forks_rows_are_the_category_fork_rates_of_asc_forks():
@@ -132,7 +132,7 @@ def test_thresholds_are_settings(hand, tmp_path):
                 plan_run({"name": "hand"}, snippets, folder, corpus="hand", aggregate="median",
                          options=AlignOptions(), max_window=None, forks=other)
     plain = _hand_run(tmp_path / "plain", None)
-    assert "forks" not in load_run(plain).meta["settings"] and not has_forks(plain)
+    assert load_run(plain).meta.settings.forks is None and not has_forks(plain)
     assert "n_forks" not in load_run(plain).nodes and not (plain / "forks").exists()
     with pytest.raises(CorpusError, match=r"without --forks: run `python -m asc eval \.\.\. --forks`"):
         fork_table(plain)
@@ -231,7 +231,7 @@ def test_ray_writes_the_same_forks(ray_local, forked, snippets, tmp_path):
     for table in ("forks", "tokens", "nodes"):
         a, b = pd.read_parquet(forked / table), pd.read_parquet(out / table)
         pd.testing.assert_frame_equal(a, b)
-    assert load_run(out).meta["settings"]["forks"] == load_run(forked).meta["settings"]["forks"]
+    assert load_run(out).meta.settings.forks == load_run(forked).meta.settings.forks
 
 
 def test_cli_eval_forks_prints_the_fork_table(tmp_path, capsys):
@@ -243,7 +243,7 @@ def test_cli_eval_forks_prints_the_fork_table(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "fork points (top-2 margin below 0.0004 or entropy above 100 nats)" in printed
     assert "20 snippet-level resamples" in printed and "  Global " in printed.split("fork points")[1]
-    assert (out / "forks.csv").is_file() and load_run(out).meta["settings"]["forks"]["min_entropy"] == 100.0
+    assert (out / "forks.csv").is_file() and load_run(out).meta.settings.forks["min_entropy"] == 100.0
     assert main(["eval", "--model", "tiny-random", "--corpus", "humaneval", "--limit", "3", "--out",
                  str(tmp_path / "x"), "--fork-margin", "0.2"]) == 2
     assert "add --forks" in capsys.readouterr().err and not (tmp_path / "x").exists()

@@ -58,7 +58,7 @@ def test_a_run_started_on_a_gpu_resumes_on_the_cpu_in_the_same_dtype(tiny, tmp_p
     run_corpus(tiny, corpus_snippets(4), out, progress=False)
     run = load_run(out)
     assert sorted(run.snippets["id"]) == ["s0", "s1", "s2", "s3"]
-    assert run.meta["settings"]["model"]["device"] == "cuda:0"  # the folder keeps its first description
+    assert run.meta.model.device == "cuda:0"  # the folder keeps its first description
 
 
 def test_a_run_in_another_dtype_is_refused_naming_the_fix(tiny, tmp_path):

@@ -23,7 +23,7 @@ def test_run_writes_tables_that_match_explain(tiny, tmp_path):
     run_corpus(tiny, snips, tmp_path / "run", corpus="test", batch_size=2, progress=False)
     run = load_run(tmp_path / "run")
     assert list(run.snippets["id"]) == [s.id for s in snips]
-    assert run.meta["settings"]["model"]["name"] == "tiny-random"
+    assert run.meta.model_name == "tiny-random"
     # the batched run gives the same numbers as explaining one snippet alone
     ex = explain(tiny, snips[3].source)
     nodes = run.nodes[run.nodes["snippet_id"] == "s3"]
