@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from asc.arch import config_shape
 from asc.errors import InputError, ModelLoadError
 
 __all__ = ["DEVICES", "DTYPES", "CPU_LOGIT_BUDGET", "check_fits", "check_names", "config_size", "dtype_bytes",
@@ -208,16 +209,7 @@ def config_size(config: Any) -> tuple[int, int, int, int]:
     """``(parameters, hidden, layers, vocab)`` estimated from a transformers config before any weight is read:
     ``layers x (4 h^2 + 3 h i) + vocab x h x (1 if tied else 2)`` (h: hidden size, i: the MLP's inner size,
     4 h when the config names none)."""
-    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
-
-    def first(*keys: str) -> int:
-        return next((int(getattr(cfg, k)) for k in keys if isinstance(getattr(cfg, k, None), int)), 0)
-
-    hidden = first("hidden_size", "n_embd", "d_model")
-    layers = first("num_hidden_layers", "n_layer", "num_layers")
-    vocab = first("vocab_size")
-    inner = first("intermediate_size", "n_inner", "ffn_dim") or 4 * hidden
-    tied = bool(getattr(cfg, "tie_word_embeddings", True))
+    hidden, layers, vocab, inner, tied = config_shape(config)
     params = layers * (4 * hidden * hidden + 3 * hidden * inner) + vocab * hidden * (1 if tied else 2)
     return params, hidden, layers, vocab
 

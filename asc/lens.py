@@ -2,12 +2,13 @@
 
 For a causal LM with ``L`` blocks, ``hidden_states`` has ``L + 1`` entries: the embeddings (layer 0) and the
 output of each block. Layer ``l``'s distribution over the next token is ``softmax(head(norm(h_l)))`` with the
-model's final norm and its output embeddings (tied or not), and the logit soft-cap where the model has one
-(Gemma 2 and 3; ``tanh(x / cap) * cap``: :func:`asc.arch.logit_softcap`). Layer ``L``'s state is already normalised in
-transformers 5 (it *is* ``last_hidden_state``), so the norm is applied to layers ``0 .. L-1`` only, and the last
-layer reproduces the model's output probabilities (tested to 1e-5 on SmolLM2 and Gemma 3). Gemma's ``(1 + w)``
-RMSNorm needs nothing special: the model's own norm module is called. The parts are found by :mod:`asc.arch`
-(OPT's final norm includes its ``project_out``).
+model's final norm and its output embeddings (tied or not), then what the model's forward does to its logits
+(Gemma's soft-cap, Cohere's and Granite's logit scales: :meth:`asc.arch.ModelInsides.finish_logits`). Layer ``L``'s
+state is already normalised in transformers 5 (it *is* ``last_hidden_state``), so the norm is applied to layers
+``0 .. L-1`` only, and the last layer reproduces the model's output probabilities (tested to 1e-5 on SmolLM2, Gemma 3
+and every family of the architecture matrix, ``docs/bench/arch_matrix.md``). Gemma's ``(1 + w)`` RMSNorm needs
+nothing special: the model's own norm module is called. The parts are found by :mod:`asc.arch` (OPT's final norm
+includes its ``project_out``).
 
 Cost: one forward pass of the base model with hidden states (no LM head), then per layer one unembedding of the
 scored positions, in row chunks under the device's logit budget (:func:`asc.device.logit_budget`), each chunk
@@ -38,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from asc.arch import apply_softcap, model_insides
+from asc.arch import ModelInsides, hidden_states, model_insides, predicted
 from asc.device import fast_bfloat16, logit_budget, model_device
 from asc.errors import InputError
 from asc.models import ModelBundle
@@ -59,16 +60,9 @@ __all__ = ["LayerScores", "LensParts", "lens_ids", "lens_parts", "lens_scores"]
 _FEATURE = "the logit lens"
 
 
-@dataclass(frozen=True)
-class LensParts:
-    """What the lens applies to a hidden state: the base model (hidden states without the LM head), its final
-    ``norm``, the unembedding ``head`` and the logit ``softcap`` (None when the config sets none)."""
-
-    base: Any
-    norm: Any
-    head: Any
-    softcap: float | None
-    n_layers: int
+#: What the lens applies to a hidden state: the adapter's parts (the final ``norm``, the unembedding ``head`` and
+#: :meth:`~asc.arch.ModelInsides.finish_logits`), found by :func:`asc.arch.model_insides`.
+LensParts = ModelInsides
 
 
 @dataclass(frozen=True)
@@ -94,12 +88,11 @@ class LayerScores:
 
 
 def lens_parts(bundle: ModelBundle) -> LensParts:
-    """The base model, final norm, unembedding and soft-cap of ``bundle``, as :func:`asc.arch.model_insides` finds
-    them; an :class:`~asc.errors.UnsupportedArchitectureError` naming the supported names when one is missing."""
+    """The parts of ``bundle`` the lens applies, as :func:`asc.arch.model_insides` finds them; an
+    :class:`~asc.errors.UnsupportedArchitectureError` naming the supported names when one is missing."""
     if not bundle.causal:
         raise InputError(f"{bundle.name} is an encoder: the logit lens needs a causal language model")
-    found = model_insides(bundle, _FEATURE)
-    return LensParts(found.base, found.norm, found.head, found.softcap, bundle.n_layers)
+    return model_insides(bundle, _FEATURE)
 
 
 _FAST_HEADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -136,7 +129,7 @@ def _layer_stats(parts: LensParts, hidden: Any, targets: Any, normalize: bool, k
             logits = torch.nn.functional.linear(h.to(torch.bfloat16), weight)
         else:
             logits = parts.head(h)
-        logits = apply_softcap(logits, parts.softcap)
+        logits = parts.finish_logits(logits)
         parts_out.append(token_stats(logits, targets[i : i + rows], k, budget))
     return [np.concatenate([p[j] for p in parts_out]) for j in range(5)]
 
@@ -179,8 +172,7 @@ def lens_ids(bundle: ModelBundle, source: str, ids: Sequence[int] | np.ndarray, 
     fast = not exact and fast_bfloat16(model_device(bundle.model))
     with bundle.lock, torch.inference_mode():
         for chunk, input_ids, mask in micro_batches(bundle, rows):
-            states = parts.base(input_ids=input_ids, attention_mask=mask, output_hidden_states=True,
-                                use_cache=False).hidden_states
+            states = hidden_states(bundle.model, input_ids, mask, use_cache=False)
             if len(states) != n_rows:
                 raise InputError(f"{bundle.name} returned {len(states)} hidden states for {parts.n_layers} layers; "
                                  "the logit lens needs one hidden state per layer plus the embeddings")
@@ -198,9 +190,7 @@ def lens_ids(bundle: ModelBundle, source: str, ids: Sequence[int] | np.ndarray, 
                     top_ids[layer, lo:hi], top_probs[layer, lo:hi] = ti, tp
                     if on_layer:
                         on_layer(layer + 1, n_rows)
-    no_pred = special.copy()
-    if n:
-        no_pred[0] = True
+    no_pred = ~predicted(special)
     logprob[:, no_pred], entropy[:, no_pred], rank[:, no_pred] = np.nan, np.nan, 0
     top_ids[:, no_pred], top_probs[:, no_pred] = -1, np.nan
     texts = vocab_text(bundle.tokenizer, model_vocab(bundle))

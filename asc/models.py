@@ -40,6 +40,7 @@ from typing import Any
 
 from asc import device as device_mod
 from asc import gguf_cache
+from asc.arch import context_lengths, layer_count
 from asc.errors import InputError, ModelLoadError, UnknownModelError
 from asc.extras import install_hint
 from asc.paths import DEFAULT_MODEL, cache_dir, model_modules
@@ -87,12 +88,8 @@ class ModelBundle:
 
     @property
     def n_layers(self) -> int:
-        cfg = self.model.config
-        cfg = getattr(cfg, "text_config", None) or cfg
-        for key in ("num_hidden_layers", "n_layer", "num_layers"):
-            if getattr(cfg, key, None):
-                return int(getattr(cfg, key))
-        return 0
+        """The number of blocks the model's config names (:func:`asc.arch.layer_count`), 0 if none."""
+        return layer_count(self.model)
 
     @property
     def n_params(self) -> int:
@@ -213,9 +210,7 @@ def embedded_names(kind: str | None = None) -> list[str]:
 
 
 def _context_length(model, tokenizer) -> int:
-    cfg = model.config
-    cfg = getattr(cfg, "text_config", None) or cfg
-    candidates = [getattr(cfg, k, None) for k in ("max_position_embeddings", "n_positions", "n_ctx")]
+    candidates: list[int | None] = list(context_lengths(model))
     tok_max = getattr(tokenizer, "model_max_length", None)
     candidates.append(tok_max if tok_max and tok_max < 10**7 else None)
     sane = [int(c) for c in candidates if c]

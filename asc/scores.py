@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from asc.arch import predicted, vocab_size
 from asc.device import is_oom, logit_budget, model_device
 from asc.errors import InputError, ModelLoadError
 from asc.models import ModelBundle
@@ -104,8 +105,7 @@ def vocab_text(tokenizer: Any, size: int = 0) -> list[str]:
 
 def model_vocab(bundle: ModelBundle) -> int:
     """Rows of the model's output layer (its config's vocabulary size; multimodal configs: the text model's)."""
-    cfg = bundle.model.config
-    return int((cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg).vocab_size)
+    return vocab_size(bundle.model)
 
 
 def encode(bundle: ModelBundle, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -358,9 +358,7 @@ def _score_many(bundle: ModelBundle, items, max_window: int | None) -> list[Toke
             lp, ent, rk, ti, tp = got
             logprob[first:end_], entropy[first:end_], rank[first:end_] = lp, ent, rk
             top_ids[first:end_], top_probs[first:end_] = ti, tp
-        no_pred = special.copy()
-        if n:
-            no_pred[0] = True
+        no_pred = ~predicted(special)
         logprob[no_pred], entropy[no_pred], rank[no_pred] = np.nan, np.nan, 0
         top_ids[no_pred], top_probs[no_pred] = -1, np.nan
         top_text = tuple(tuple(texts_of[t] for t in r if t >= 0) for r in top_ids.tolist())

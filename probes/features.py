@@ -1,7 +1,8 @@
 """Per-layer summary vectors: one batched forward pass per sample gives every layer at once.
 
-:func:`extract_features` runs the model's base (no LM head: the vocabulary projection is not needed)
-with ``output_hidden_states=True`` and pools each layer's token states into one vector per sample:
+:func:`extract_features` runs the model's base (no LM head: the vocabulary projection is not needed) for
+every layer's states (:func:`asc.arch.hidden_states`) and pools each layer's token states into one vector per
+sample:
 
 - ``last``: the last real token (the decoders' default: in a causal model only the last token has
   seen the whole input, and for the token-tagging tasks KTX the text ends with the target token);
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from asc.arch import hidden_states
 from asc.atomic import write_atomic
 from asc.device import model_device
 from asc.errors import InputError
@@ -127,7 +129,6 @@ def extract_features(bundle: ModelBundle, texts: Sequence[str], pooling: str | N
     if truncated:
         log.info("%d of %d texts were longer than %d tokens and were truncated", truncated, len(texts), limit)
     order = np.argsort([len(ids) for ids, _ in encoded], kind="stable")
-    base = getattr(bundle.model, "base_model", bundle.model)
     pad = bundle.tokenizer.pad_token_id if bundle.tokenizer.pad_token_id is not None else 0
     out: np.ndarray | None = None
     done, i = 0, 0
@@ -145,8 +146,8 @@ def extract_features(bundle: ModelBundle, texts: Sequence[str], pooling: str | N
                 ids[r, : len(row)] = torch.tensor(row)
                 mask[r, : len(row)] = 1
             ids, mask = ids.to(device), mask.to(device)  # the model's device; pooled vectors come back to the CPU
-            result = base(input_ids=ids, attention_mask=mask, output_hidden_states=True)
-            pooled = _pool(result.hidden_states, mask, pooling).cpu().numpy()  # (batch, layers + 1, dim)
+            states = hidden_states(bundle.model, ids, mask)
+            pooled = _pool(states, mask, pooling).cpu().numpy()  # (batch, layers + 1, dim)
             if out is None:
                 out = np.empty((len(texts), *pooled.shape[1:]), dtype=np.float32)
             out[order[i:j]] = pooled

@@ -8,7 +8,7 @@ always kept) or after ``max_new_tokens`` counted from the fork, forced ones incl
 greedy trunk's first generated token, same settings, reproduces it token for token).
 
 The prompt is never re-read: :func:`prefix_cache` runs one forward pass over the trunk and keeps the model's
-``past_key_values`` (a ``DynamicCache`` of full-attention layers, also for sliding-window models, so any prefix
+KV cache (:func:`asc.kvcache.run_prefix`: full-attention layers, also for sliding-window models, so any prefix
 can be cut from it). A branch copies those tensors cut at the fork (the trunk's are never written), feeds the
 token before the fork to read the model's choices, then the forced ids, then one token per step. The last
 :data:`PREFIX_SLOTS` trunk caches are kept per model: a trunk's first branch pays one pass over it, later ones
@@ -26,7 +26,6 @@ branches' trees node by node.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import weakref
 from collections import OrderedDict
@@ -36,16 +35,18 @@ from typing import Any
 
 import numpy as np
 
+from asc.arch import keep_logits, vocab_size
 from asc.branching.forks import ForkPoints, most_uncertain
 from asc.device import model_device
 from asc.display import show
 from asc.errors import InputError
 from asc.explain import Explanation, check_source
-from asc.generate import Completion, function_end
+from asc.generate import Completion, Decoding, function_end
+from asc.kvcache import continue_from, keep_rows, padded_rows, run_prefix
 from asc.models import ModelBundle
 from asc.scores import encode
 
-__all__ = ["MAX_EXPLORE", "PREFIX_SLOTS", "Branch", "BranchSettings", "PrefixCache", "branch", "check_choice",
+__all__ = ["MAX_EXPLORE", "PREFIX_SLOTS", "Branch", "PrefixCache", "branch", "check_choice",
            "explore_forks", "mean_value", "prefix_cache"]
 
 MAX_EXPLORE = 8  # most branches explore_forks makes in one call
@@ -55,32 +56,12 @@ _MEMO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 @dataclass(frozen=True)
 class PrefixCache:
-    """The model's state after ``ids`` (T,): ``past`` (a transformers ``DynamicCache``, never modified) and
+    """The model's state after ``ids`` (T,): ``past`` (its KV cache, :mod:`asc.kvcache`, never modified) and
     ``logits`` (V,), float32 next-token logits after the last id."""
 
     ids: np.ndarray
     past: Any = field(repr=False)
     logits: np.ndarray = field(repr=False)
-
-
-@dataclass(frozen=True)
-class BranchSettings:
-    """How a branch continues (module doc); refused with the fix when it cannot run."""
-
-    max_new_tokens: int = 64  # counted from the fork, forced tokens included
-    temperature: float = 0.0  # 0: greedy
-    top_p: float = 1.0
-    seed: int = 0
-    language: str = "python"
-    stop_at_function_end: bool = True
-
-    def __post_init__(self) -> None:
-        if self.max_new_tokens < 1:
-            raise InputError("max_new_tokens must be at least 1")
-        if not self.temperature >= 0:
-            raise InputError(f"temperature={self.temperature}: use 0 (greedy) or a positive value")
-        if not 0 < self.top_p <= 1:
-            raise InputError(f"top_p={self.top_p}: choose a value above 0 and at most 1")
 
 
 @dataclass(frozen=True)
@@ -98,7 +79,7 @@ class Branch:
     forced_prob: float
     replaced_id: int
     completion: Completion
-    settings: BranchSettings
+    settings: Decoding
 
     @property
     def forced_id(self) -> int:
@@ -109,7 +90,7 @@ class Branch:
         return {"fork_index": self.fork_index, "forced_ids": self.forced_ids.tolist(), "forced_text": self.forced_text,
                 "forced_rank": self.forced_rank, "forced_prob": None if math.isnan(self.forced_prob) else self.forced_prob,
                 "replaced_id": self.replaced_id, "stop_reason": self.completion.stop_reason,
-                "settings": dataclasses.asdict(self.settings)}
+                "settings": self.settings.to_dict()}
 
     def _repr_html_(self) -> str:
         """Inline in a notebook: what was forced where, then the branch's completion."""
@@ -118,23 +99,19 @@ class Branch:
 
 def prefix_cache(bundle: ModelBundle, ids: np.ndarray) -> PrefixCache:
     """One forward pass over ``ids`` (T,): the model's KV cache and its next-token logits (module doc)."""
-    import inspect
-
     import torch
-    from transformers import DynamicCache
 
     bundle.require_causal("next-token probabilities to branch with")
     ids = np.asarray(ids, dtype=np.int64).copy()
     if not 1 <= len(ids) <= bundle.context_length:
         raise InputError(f"a prefix of {len(ids)} tokens: give 1 to {bundle.context_length} (the model's context)")
-    keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(bundle.model.forward).parameters else {}
     device = model_device(bundle.model)
     with bundle.lock, torch.inference_mode():
         x = torch.from_numpy(ids)[None].to(device)
-        out = bundle.model(input_ids=x, attention_mask=torch.ones_like(x), past_key_values=DynamicCache(),
-                           use_cache=True, **keep)
-        logits = out.logits[0, -1].float().cpu().numpy()
-    return PrefixCache(ids=ids, past=out.past_key_values, logits=logits)
+        out, past = run_prefix(bundle.model, x, attention_mask=torch.ones_like(x), feature="branching",
+                               **keep_logits(bundle.model, 1))
+        logits = out[0, -1].float().cpu().numpy()
+    return PrefixCache(ids=ids, past=past, logits=logits)
 
 
 def _memo_cache(bundle: ModelBundle, ids: np.ndarray, need: int) -> PrefixCache:
@@ -168,7 +145,7 @@ def check_choice(bundle: ModelBundle, choose: int | None, token: str | None) -> 
     if (choose is None) == (token is None):
         raise InputError("give exactly one of choose=K (the model's K-th choice) or token=TEXT (a typed replacement)")
     if choose is not None:
-        vocab = int(bundle.model.config.get_text_config().vocab_size)
+        vocab = vocab_size(bundle.model)
         if not 1 <= choose <= vocab:
             raise InputError(f"choice {choose} is not a rank of the model's {vocab}-token vocabulary: "
                              f"choose from 1 (its first choice) to {vocab}")
@@ -181,30 +158,18 @@ def check_choice(bundle: ModelBundle, choose: int | None, token: str | None) -> 
     return [int(i) for i in ids]
 
 
-def _rows_cache(base: PrefixCache, lengths: list[int]):
+def _rows_cache(base: PrefixCache, lengths: list[int]) -> tuple[Any, Any]:
     """A batch cache: row r holds the first ``lengths[r]`` positions of ``base``, left-padded with zeros to the
-    longest (copies), and the matching attention mask."""
-    import torch
-    from transformers import DynamicCache
-
-    width = max(lengths)
-
-    def rows(kv: Any) -> Any:
-        return torch.cat([torch.cat([kv.new_zeros((*kv.shape[:2], width - c, kv.shape[3])), kv[:, :, :c]], 2)
-                          for c in lengths])
-
-    data = [(rows(layer.keys), rows(layer.values)) for layer in base.past.layers]
-    device = base.past.layers[0].keys.device
-    mask = torch.tensor([[0] * (width - c) + [1] * c for c in lengths], dtype=torch.long, device=device)
-    return DynamicCache(data), mask
+    longest (copies), and the matching attention mask (:func:`asc.kvcache.padded_rows`)."""
+    return padded_rows(base.past, lengths)
 
 
 def _step(model: Any, x: Any, pos: Any, past: Any, mask: Any) -> tuple[Any, Any, Any]:
     import torch
 
     mask = torch.cat([mask, torch.ones_like(x)], 1)
-    out = model(input_ids=x, attention_mask=mask, position_ids=pos, past_key_values=past, use_cache=True)
-    return out.logits.float(), out.past_key_values, mask
+    logits, past = continue_from(model, past, input_ids=x, attention_mask=mask, position_ids=pos)
+    return logits.float(), past, mask
 
 
 def _select(logits: Any, temperature: float, top_p: float) -> Any:
@@ -230,7 +195,7 @@ def _text(tok: Any, ids: list[int]) -> str:
 
 
 def _decode(bundle: ModelBundle, trunk: Completion, prompt: str, base: PrefixCache, ats: list[int], pick: _Pick,
-            n_forced: int, settings: BranchSettings) -> list[Branch]:
+            n_forced: int, settings: Decoding) -> list[Branch]:
     """The batched engine behind :func:`branch` and :func:`explore_forks` (module doc)."""
     import torch
 
@@ -288,7 +253,7 @@ def _decode(bundle: ModelBundle, trunk: Completion, prompt: str, base: PrefixCac
             if not keep:
                 break
             if len(keep) < len(active):  # finished rows leave the batch
-                past.batch_select_indices(torch.tensor(keep, device=device))
+                keep_rows(past, torch.tensor(keep, device=device))
                 mask = mask[keep]
             active = [active[j] for j in keep]
             x = torch.tensor([[gens[r][-1]] for r in active], device=device)
@@ -300,7 +265,7 @@ def _decode(bundle: ModelBundle, trunk: Completion, prompt: str, base: PrefixCac
 
 
 def _finish(bundle: ModelBundle, trunk: Completion, at: int, picked: tuple[list[int], int], gen: list[int],
-            stop: str, prob: float, row: tuple[str, str, int, int], settings: BranchSettings) -> Branch:
+            stop: str, prob: float, row: tuple[str, str, int, int], settings: Decoding) -> Branch:
     """One row's :class:`Branch`: generated tokens after the function's end dropped (the forced ones kept),
     character spans from cumulative decodes as in :func:`asc.generate.complete`."""
     tok, (prompt, shared, cut, head) = bundle.tokenizer, row
@@ -332,7 +297,7 @@ def branch(bundle: ModelBundle, trunk: Completion | Branch | str, at: int, *, ch
     :func:`prefix_cache` over the trunk's first ``at - 1`` tokens or more (default: a kept one, else one
     forward pass over the trunk, kept)."""
     comp, prompt = _trunk(bundle, trunk, language)
-    settings = BranchSettings(max_new_tokens, temperature, top_p, seed, language, stop_at_function_end)
+    settings = Decoding(max_new_tokens, temperature, top_p, seed, language, stop_at_function_end)
     if not 1 <= at <= len(comp.ids):
         raise InputError(f"at={at} is outside the trunk's {len(comp.ids)} tokens: branch at a token index from 1 "
                          f"to {len(comp.ids)}")
@@ -363,7 +328,7 @@ def explore_forks(bundle: ModelBundle, trunk: Completion | Branch | str, forks: 
     or after the prompt with ``generated_only``), each with the best choice other than the trunk's token, in
     one batched decode (module doc). Most uncertain first; fewer when there are fewer fork points."""
     comp, prompt = _trunk(bundle, trunk, language)
-    settings = BranchSettings(max_new_tokens, temperature, top_p, seed, language, stop_at_function_end)
+    settings = Decoding(max_new_tokens, temperature, top_p, seed, language, stop_at_function_end)
     if not 1 <= n <= MAX_EXPLORE:
         raise InputError(f"n={n}: explore 1 to {MAX_EXPLORE} fork points at once")
     if forks.n_tokens != len(comp.ids):

@@ -59,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from asc.arch import first_token_is_sink
 from asc.errors import InputError
 from asc.explain import Explanation, explain
 from asc.extras import require
@@ -186,7 +187,7 @@ def _gradient_method(bundle: ModelBundle, explanation: Explanation, target: Targ
 
     x = embed(bundle, ids[: target.last]).float()
     keep = prompt_mask(explanation, target)
-    sink = method == "ig" and hold_sink and bool(keep[0])  # a first token that is not a BOS: the sink (module doc)
+    sink = method == "ig" and hold_sink and first_token_is_sink(explanation.scores.special)  # module doc
     keep[0] &= not sink
     mask = torch.from_numpy(keep).to(x.device)[None, :, None]
     base = torch.where(mask, baseline_embeddings(bundle, x, baseline), x)

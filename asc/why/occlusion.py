@@ -26,7 +26,6 @@ the prompt (``benchmarks/bench_why.py`` measures it).
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,8 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from asc.arch import keep_logits
 from asc.device import model_device
 from asc.explain import Explanation
+from asc.kvcache import continue_from, prefix_rows, run_prefix
 from asc.models import ModelBundle
 from asc.scores import encode
 from asc.syntax import SyntaxTree
@@ -60,15 +61,6 @@ class Occlusion:
     corrupted: np.ndarray
 
 
-def _kv_prefix(past: Any, length: int, rows: int) -> Any:
-    """A cache of the clean run's first ``length`` positions for ``rows`` rows (views: the clean cache is never
-    written, a cache's update concatenates into new tensors)."""
-    from transformers import DynamicCache
-
-    return DynamicCache([(layer.keys[:, :, :length].expand(rows, -1, -1, -1),
-                          layer.values[:, :, :length].expand(rows, -1, -1, -1)) for layer in past.layers])
-
-
 def _run(bundle: ModelBundle, target: Target, past: Any, start: int, embeds: Any) -> np.ndarray:
     """Target values (B,) of rows of input embeddings ``embeds`` (B, L - start, H) after the clean cache's first
     ``start`` positions."""
@@ -76,14 +68,13 @@ def _run(bundle: ModelBundle, target: Target, past: Any, start: int, embeds: Any
 
     rows, n = embeds.shape[:2]
     pos = torch.arange(start, start + n, device=embeds.device)[None].expand(rows, -1)
-    extra = {"logits_to_keep": target.n_logits} if _keeps_logits(bundle) else {}
-    out = bundle.model(inputs_embeds=embeds, position_ids=pos, use_cache=start > 0,
-                       past_key_values=_kv_prefix(past, start, rows) if start else None, **extra)
-    return read_target(out.logits, target).double().cpu().numpy()
-
-
-def _keeps_logits(bundle: ModelBundle) -> bool:
-    return "logits_to_keep" in inspect.signature(bundle.model.forward).parameters
+    extra = keep_logits(bundle.model, target.n_logits)
+    if start:  # after the clean run's first positions (views of its cache)
+        logits = continue_from(bundle.model, prefix_rows(past, start, rows), inputs_embeds=embeds, position_ids=pos,
+                               **extra)[0]
+    else:
+        logits = bundle.model(inputs_embeds=embeds, position_ids=pos, use_cache=False, **extra).logits
+    return read_target(logits, target).double().cpu().numpy()
 
 
 def _corrupted_value(bundle: ModelBundle, ids: np.ndarray, target: Target, first_char: int, corruption: Any,
@@ -111,8 +102,7 @@ def _corrupted_value(bundle: ModelBundle, ids: np.ndarray, target: Target, first
     start = min(int(same[0]) if len(same) else min(len(c_ids), len(ids)), new_index - 1, target.index - 1)
     start = max(start, 0)
     with torch.no_grad():
-        embeds = bundle.model.get_input_embeddings()(
-            torch.from_numpy(c_ids[start: moved_target.last])[None].to(model_device(bundle.model)))
+        embeds = embed(bundle, c_ids[start: moved_target.last])
         return float(_run(bundle, moved_target, past, start, embeds)[0])
 
 
@@ -152,12 +142,8 @@ def occlude(bundle: ModelBundle, explanation: Explanation, target: Target, basel
     device = model_device(bundle.model)
     with bundle.lock, torch.no_grad():
         x = torch.from_numpy(ids[:n_len])[None].to(device)
-        extra = {"logits_to_keep": target.n_logits} if _keeps_logits(bundle) else {}
-        from transformers import DynamicCache
-
-        clean = bundle.model(input_ids=x, use_cache=True, past_key_values=DynamicCache(), **extra)
-        value = float(read_target(clean.logits, target)[0])
-        past = clean.past_key_values
+        logits, past = run_prefix(bundle.model, x, feature="occlusion", **keep_logits(bundle.model, target.n_logits))
+        value = float(read_target(logits, target)[0])
         node_value = np.full(tree.n_nodes, np.nan)
         if corruptions is not None:  # the hook (module doc): valid corruptions first, the baseline for the rest
             for node in range(tree.n_nodes):

@@ -10,8 +10,9 @@ Two methods, the same numbers (``tests/asc/why/test_patching.py``):
   substituted; layers ``l..L-1`` are called with the arguments captured from the full run (attention masks,
   rotary embeddings, position ids, one set per layer, so Gemma 3's sliding and full layers each get theirs),
   then the final norm and the output layer are applied to the one position that predicts the target. Layers
-  ``0..l-1``, the embeddings and the other positions' logits are never recomputed. Supported for the model types
-  in :data:`CACHED_TYPES` (checked by the tests on GPT-2, Llama and Gemma 3).
+  ``0..l-1``, the embeddings and the other positions' logits are never recomputed. Supported where the adapter
+  says the layers replay (:attr:`asc.arch.ModelInsides.replayable`: the families of the architecture matrix, each
+  checked against a full pass by ``tests/asc/test_arch_matrix.py``).
 - ``"hooks"``: a full forward pass per batch with a PyTorch forward pre-hook on layer ``l`` that writes the rows'
   vectors into its input; any decoder whose layers :mod:`asc.arch` finds works this way.
 
@@ -26,15 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from asc.arch import apply_softcap, decoder_layers, model_insides
+from asc.arch import VERIFIED_TYPES, architecture, decoder_layers, log_probs, model_insides
 from asc.device import model_device
 from asc.errors import InputError
 from asc.models import ModelBundle
 
-__all__ = ["CACHED_TYPES", "ResidualRuns", "record"]
-
-#: Model types whose decoder layers the cached method calls one by one (each checked against a full pass).
-CACHED_TYPES = frozenset({"gpt2", "llama", "gemma3_text", "gemma3"})
+__all__ = ["ResidualRuns", "record"]
 
 _FEATURE = "activation patching"
 
@@ -48,6 +46,14 @@ def _layers(model: Any, n_layers: int) -> Any:
         raise InputError(f"{type(model).__name__}: {len(layers)} decoder layers found where the config says "
                          f"{n_layers}, so no residual stream to patch; choose a decoder such as smollm2-135m")
     return layers
+
+
+def _replays(model: Any) -> bool:
+    """Whether the cached method applies: the adapter finds the parts and says the layers replay."""
+    try:
+        return model_insides(model, _FEATURE).replayable
+    except InputError:
+        return False
 
 
 def _batched(value: Any, batch: int) -> Any:
@@ -96,7 +102,7 @@ class ResidualRuns:
                 hidden[b, torch.as_tensor(pos, dtype=torch.long)] = vec.to(hidden.dtype)
             logits = (self._from_layer(layer, hidden, position) if self.method == "cached"
                       else self._hooked(layer, hidden, position))
-            return torch.log_softmax(logits.float(), -1)[:, token].double().cpu().numpy()
+            return log_probs(logits)[:, token].double().cpu().numpy()
 
     def _from_layer(self, layer: int, hidden: Any, position: int) -> Any:
         parts = model_insides(self.bundle, _FEATURE)
@@ -106,7 +112,7 @@ class ResidualRuns:
             args, kwargs = self.calls[k]
             out = layers[k](hidden, *_batched(args, batch), **_batched(kwargs, batch))
             hidden = out[0] if isinstance(out, tuple) else out
-        return apply_softcap(parts.head(parts.norm(hidden[:, position])), parts.softcap)
+        return parts.logits(hidden[:, position])
 
     def _hooked(self, layer: int, hidden: Any, position: int) -> Any:
         import torch
@@ -126,19 +132,19 @@ class ResidualRuns:
 
 def record(bundle: ModelBundle, ids: np.ndarray, method: str = "auto") -> ResidualRuns:
     """One full forward pass over ``ids`` (T,) recording every decoder layer's input (and, for the cached method,
-    its other arguments). ``method``: ``"cached"``, ``"hooks"`` or ``"auto"`` (cached where the model type is in
-    :data:`CACHED_TYPES`, else hooks)."""
+    its other arguments). ``method``: ``"cached"``, ``"hooks"`` or ``"auto"`` (cached where the adapter says the
+    layers replay, :attr:`asc.arch.ModelInsides.replayable`, else hooks)."""
     import torch
 
     model = bundle.model
-    kind = getattr(getattr(model, "config", None), "model_type", "")
-    if method == "auto":
-        method = "cached" if kind in CACHED_TYPES else "hooks"
-    if method not in ("cached", "hooks"):
+    if method not in ("cached", "hooks", "auto"):
         raise InputError(f"patching method {method!r}: choose cached, hooks or auto")
-    if method == "cached" and kind not in CACHED_TYPES:
-        raise InputError(f"the cached patching method supports {', '.join(sorted(CACHED_TYPES))}, not {kind!r}: "
-                         "use method='hooks'")
+    if method != "hooks":
+        replays = _replays(model)
+        if method == "cached" and not replays:
+            raise InputError(f"the cached patching method supports {', '.join(sorted(VERIFIED_TYPES))}, not "
+                             f"{architecture(model)!r}: use method='hooks'")
+        method = "cached" if replays else "hooks"
     layers = _layers(model, bundle.n_layers)
     inputs: list[Any] = [None] * len(layers)
     calls: list[tuple[tuple, dict]] = [((), {})] * len(layers)
@@ -154,7 +160,7 @@ def record(bundle: ModelBundle, ids: np.ndarray, method: str = "auto") -> Residu
         with torch.inference_mode():
             x = torch.as_tensor(ids, dtype=torch.long, device=model_device(model)).unsqueeze(0)
             logits = model(input_ids=x, use_cache=False).logits[0].float()
-            logprobs = torch.log_softmax(logits[:-1], -1).gather(1, x[0, 1:, None])[:, 0].double().cpu().numpy()
+            logprobs = log_probs(logits[:-1]).gather(1, x[0, 1:, None])[:, 0].double().cpu().numpy()
     finally:
         for h in handles:
             h.remove()

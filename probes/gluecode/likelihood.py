@@ -27,15 +27,15 @@ window keeps its first half-window of tokens. The number of tokens cut is return
 
 from __future__ import annotations
 
-import copy
-import inspect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from asc.arch import keep_logits, log_probs, vocab_size
 from asc.device import logit_budget, model_device
 from asc.errors import InputError
+from asc.kvcache import continue_from, repeated_rows, run_prefix
 from asc.models import ModelBundle
 
 __all__ = ["DEFAULT_BATCH_TOKENS", "DEFAULT_MAX_WINDOW", "Generated", "Ranked", "generate_identifiers",
@@ -128,18 +128,9 @@ def _common_suffix(seqs: Sequence[Sequence[int]], limit: int) -> int:
     return limit
 
 
-def _accepts(model: Any, name: str) -> bool:
-    try:
-        return name in inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def _logit_rows(bundle: ModelBundle, device: Any) -> int:
     """Sequence positions whose fp32 logits (and their log-softmax) fit the device's logit budget."""
-    cfg = bundle.model.config
-    vocab = (cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg).vocab_size
-    return max(1, logit_budget(device) // max(1, 2 * 4 * vocab))
+    return max(1, logit_budget(device) // max(1, 2 * 4 * vocab_size(bundle.model)))
 
 
 def _batches(lengths: Sequence[int], fixed: int, budget: int, rows_cap: int) -> list[list[int]]:
@@ -228,20 +219,17 @@ def _rank_cached(bundle: ModelBundle, prefix: list[int], suffixes: list[list[int
     import torch
 
     model = bundle.model
-    extra = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
-    out = model(input_ids=torch.tensor([prefix], dtype=torch.long, device=device), use_cache=True, **extra)
-    first = out.logits[0, -1].float().log_softmax(-1)
-    cache = out.past_key_values
-    del out
+    logits, cache = run_prefix(model, torch.tensor([prefix], dtype=torch.long, device=device), full=False,
+                               **keep_logits(model, 1))
+    first = log_probs(logits[0, -1])
+    del logits
     logliks = [0.0] * len(suffixes)
     forward = len(prefix)
     for chunk in _batches([len(s) for s in suffixes], len(prefix), budget, rows_cap):
         rows = [suffixes[r] for r in chunk]
-        past = copy.deepcopy(cache)
-        if len(rows) > 1:
-            past.batch_repeat_interleave(len(rows))
+        past = repeated_rows(cache, len(rows))
         ids = _pad_right(rows, _pad_id(bundle), device)
-        logp = model(input_ids=ids, past_key_values=past, use_cache=True).logits.float().log_softmax(-1)
+        logp = log_probs(continue_from(model, past, input_ids=ids)[0])
         forward += sum(len(r) for r in rows)
         for j, (r, row) in enumerate(zip(chunk, rows)):
             total = float(first[row[0]])
@@ -265,7 +253,7 @@ def _rank_whole(bundle: ModelBundle, prefix: list[int], suffixes: list[list[int]
     for chunk in _batches([len(r) for r in rows_all], 0, budget, rows_cap):
         rows = [rows_all[r] for r in chunk]
         ids = _pad_right(rows, _pad_id(bundle), device)
-        logp = bundle.model(input_ids=ids, use_cache=False).logits.float().log_softmax(-1)
+        logp = log_probs(bundle.model(input_ids=ids, use_cache=False).logits)
         forward += sum(len(r) for r in rows)
         for j, (r, row) in enumerate(zip(chunk, rows)):
             tgt = torch.tensor(row[first:], dtype=torch.long, device=logp.device)

@@ -1,6 +1,8 @@
 """The model adapter (asc.arch): layers, final norm, head and soft-cap found on tiny random GPT-2, Llama, OPT,
 Gemma 2/3 and GPT-NeoX built in process; the lens's last layer equals the output on OPT; unknown layouts are refused
-in one line naming the feature, the architecture and the supported names."""
+in one line naming the feature, the architecture and the supported names; a type outside the matrix is served where
+its first-use checks pass and refused in one line where they fail; the config readers and the token rules. Every
+feature on every family: ``tests/asc/test_arch_matrix.py``."""
 
 from __future__ import annotations
 
@@ -132,3 +134,124 @@ def test_an_unknown_layout_is_refused_in_one_line_naming_the_supported_names(tin
                                 config=types.SimpleNamespace(model_type="mystery"))
     with pytest.raises(UnsupportedArchitectureError, match="supported final norm names: " + ", ".join(FINAL_NORMS)):
         model_insides(odd, "activation patching")
+
+
+# ------------------------------------------------------------------ types outside the matrix, checked on first use
+
+def _unknown(tiny, kind: str, logit_factor: float = 1.0, embeds_factor: float = 1.0):
+    """A tiny Llama whose config says ``kind`` (a type the adapter has not verified), its forward multiplying its
+    logits by ``logit_factor`` and the input embeddings it is given by ``embeds_factor``."""
+    import transformers as t
+
+    class Odd(t.LlamaForCausalLM):
+        def forward(self, input_ids=None, inputs_embeds=None, **kwargs):
+            if inputs_embeds is not None:
+                inputs_embeds = inputs_embeds * embeds_factor
+            out = super().forward(input_ids=input_ids, inputs_embeds=inputs_embeds, **kwargs)
+            out.logits = out.logits * logit_factor
+            return out
+
+    config = _config("llama", len(tiny.tokenizer))
+    config.model_type = kind
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = Odd(config)
+    return make_bundle(f"tiny-{kind}", model, tiny.tokenizer, "in-process")
+
+
+def test_an_unverified_type_whose_checks_pass_is_served(tiny):
+    from asc.arch import VERIFIED_TYPES, embed
+
+    bundle = _unknown(tiny, "llama-like")
+    assert "llama-like" not in VERIFIED_TYPES
+    parts = model_insides(bundle, "the logit lens")
+    assert not parts.replayable  # activation patching takes the hooks
+    lens, scores = lens_scores(bundle, SOURCE, exact=True), score_text(bundle, SOURCE)
+    has = scores.has_prediction
+    assert np.abs(lens.logprob[-1][has] - scores.logprob[has]).max() < 1e-5
+    assert embed(bundle, torch.tensor([[1, 2]]), "attribution").shape == (1, 2, 16)
+
+
+def test_an_unverified_type_with_an_unknown_logit_transform_is_refused_not_misread(tiny):
+    bundle = _unknown(tiny, "scaled-llama", logit_factor=3.0)
+    with pytest.raises(UnsupportedArchitectureError) as caught:
+        lens_scores(bundle, SOURCE)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("the logit lens does not support scaled-llama (Odd): the final "
+                                                      "norm, head, logit scale and softcap found do not reproduce")
+    assert "the architectures checked are " in message and "llama" in message
+    from asc.why.residual import record
+
+    assert record(bundle, np.arange(1, 6)).method == "hooks"  # full passes: the model's own logits, still served
+
+
+def test_an_unverified_type_that_treats_input_embeddings_otherwise_is_refused_by_attribution(tiny):
+    from asc.explain import explain
+    from asc.why.attribute import attribute
+
+    bundle = _unknown(tiny, "embeds-llama", embeds_factor=2.0)
+    ex = explain(bundle, SOURCE)
+    with pytest.raises(UnsupportedArchitectureError, match=r"^attribution does not support embeds-llama \(Odd\): its "
+                                                           r"logits from input embeddings differ"):
+        attribute(bundle, SOURCE, ex.scores.n_tokens - 2, "grad", explanation=ex)
+
+
+# ------------------------------------------------------------------ the one rule each
+
+def test_the_config_readers_see_through_a_multimodal_config():
+    from asc.arch import config_shape, context_lengths, layer_count, text_config, vocab_size
+
+    text = types.SimpleNamespace(num_hidden_layers=3, vocab_size=100, hidden_size=8, max_position_embeddings=64,
+                                 tie_word_embeddings=False)
+    outer = types.SimpleNamespace(get_text_config=lambda: text)
+    model = types.SimpleNamespace(config=outer)
+    assert text_config(model) is text and text_config(outer) is text
+    assert (layer_count(model), vocab_size(model), context_lengths(model)) == (3, 100, [64])
+    assert config_shape(outer) == (8, 3, 100, 32, False)
+    gpt = types.SimpleNamespace(n_layer=2, n_embd=4, n_positions=16, n_ctx=8, vocab_size=10)
+    assert layer_count(gpt) == 2 and context_lengths(gpt) == [16, 8] and config_shape(gpt)[:3] == (4, 2, 10)
+
+
+def test_the_prediction_and_sink_rules():
+    from asc.arch import first_token_is_sink, log_probs, predicted
+
+    assert predicted(np.array([False, False, True, False])).tolist() == [False, True, False, True]
+    assert predicted(np.array([True, False])).tolist() == [False, True] and predicted(np.zeros(0, bool)).size == 0
+    assert first_token_is_sink(np.array([False, True])) and not first_token_is_sink(np.array([True, False]))
+    logits = torch.tensor([[0.0, 1.0, 2.0]], dtype=torch.bfloat16)
+    lp = log_probs(logits)
+    assert lp.dtype == torch.float32 and torch.allclose(lp.exp().sum(-1), torch.ones(1))
+
+
+def test_keep_logits_asks_the_forward_and_hidden_states_come_from_the_base(bundles):
+    from asc.arch import hidden_states, keep_logits
+
+    model = bundles["llama"].model
+    assert keep_logits(model, 3) == {"logits_to_keep": 3}
+    assert keep_logits(types.SimpleNamespace(forward=lambda x: x), 3) == {}
+    states = hidden_states(model, torch.tensor([[1, 2, 3]]), torch.ones(1, 3, dtype=torch.long))
+    assert len(states) == 3 and states[0].shape == (1, 3, 16)
+
+
+def test_the_layout_is_found_once_per_model_and_config_values_read_each_time(bundles, monkeypatch):
+    bundle = bundles["llama"]
+    first = model_insides(bundle)
+    monkeypatch.setattr(bundle.model.config, "final_logit_softcapping", 5.0, raising=False)
+    again = model_insides(bundle)
+    assert again.layers is first.layers and again.norm is first.norm
+    assert first.softcap is None and again.softcap == 5.0
+
+
+def test_a_model_without_a_key_value_cache_is_refused_where_a_prefix_is_cut():
+    from asc.kvcache import run_prefix
+
+    class Recurrent(torch.nn.Module):
+        config = types.SimpleNamespace(model_type="recurrent")
+
+        def forward(self, input_ids, use_cache, past_key_values=None):
+            state = types.SimpleNamespace(conv_states=[torch.zeros(1)])  # a state per layer, no keys and values
+            return types.SimpleNamespace(logits=torch.zeros(1, input_ids.shape[1], 4), past_key_values=state)
+
+    with pytest.raises(UnsupportedArchitectureError, match=r"^branching needs a cache of keys and values per layer, "
+                                                           r"which recurrent \(Recurrent\) does not keep"):
+        run_prefix(Recurrent(), torch.tensor([[1, 2]]), feature="branching")
