@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from asc.positions import line_col_at
 from asc.syntax import parse
 from asc.why.rewrites import docstrings, grammar, operator_nodes
 
@@ -28,11 +29,6 @@ class CorruptionChoice:
 
     spec: str
     label: str
-
-
-def _line_col(source: str, offset: int) -> tuple[int, int]:
-    line = source.count("\n", 0, offset) + 1
-    return line, offset - (source.rfind("\n", 0, offset) + 1) + 1
 
 
 def corruption_choices(source: str, language: str = "python", before: int | None = None) -> list[CorruptionChoice]:
@@ -50,13 +46,13 @@ def corruption_choices(source: str, language: str = "python", before: int | None
     for name, n in [(k, n) for k, n in names.items() if first[k] < stop][:_MAX_PER_KIND]:
         out.append(CorruptionChoice(f"rename:{name}", f"rename {name} ({n} occurrence{'s' * (n != 1)})"))
     for i in [i for i in operator_nodes(tree, g) if int(tree.start[i]) < stop][:_MAX_PER_KIND]:
-        line, col = _line_col(source, int(tree.start[i]))
+        line, col = line_col_at(source, int(tree.start[i]))
         context = " ".join(tree.text(int(tree.parent[i]), 30).split())
         out.append(CorruptionChoice(f"operator:{line}:{col}", f"operator {tree.type[i]} at {line}:{col} in {context}"))
     literals = [i for i in range(tree.n_nodes)
                 if tree.type[i] in g.literals and g.literals[tree.type[i]] != "none" and int(tree.start[i]) < stop]
     for i in literals[:_MAX_PER_KIND]:
-        line, col = _line_col(source, int(tree.start[i]))
+        line, col = line_col_at(source, int(tree.start[i]))
         out.append(CorruptionChoice(f"literal:{line}:{col}", f"literal {' '.join(tree.text(i, 30).split())} at "
                                                              f"{line}:{col}"))
     if any(int(tree.start[i]) < stop for i in docstrings(tree)):

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from asc.errors import InputError
+from asc.positions import line_col_at, offset_at
 from asc.syntax import SyntaxTree, parse
 from asc.why.rewrites import (
     Grammar,
@@ -241,28 +242,20 @@ def _token_count(tokenizer: Any, text: str) -> int:
     return len(tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
 
 
-def _position(source: str, line: int, col: int, spec: str) -> int:
-    lines = source.split("\n")
-    if line > len(lines) or col > len(lines[line - 1]) + 1:
-        width = len(lines[line - 1]) if line <= len(lines) else 0
-        raise InputError(f"--corrupt {spec!r} points outside the snippet ({len(lines)} lines"
-                         + (f", line {line} has {width} characters" if line <= len(lines) else "") + ")")
-    return sum(len(t) + 1 for t in lines[: line - 1]) + col - 1
-
-
 def _line(source: str, offset: int) -> int:
     return source.count("\n", 0, offset) + 1
 
 
 def _where(source: str, offset: int) -> str:
     """``LINE:COL`` (1-based, as editors show them) of a character offset."""
-    return f"{_line(source, offset)}:{offset - (source.rfind(chr(10), 0, offset) + 1) + 1}"
+    line, col = line_col_at(source, offset)
+    return f"{line}:{col}"
 
 
 def _at(tree: SyntaxTree, nodes: list[int], spec: CorruptionSpec, what: str) -> int:
     """The node of ``nodes`` under ``spec``'s LINE:COL, or an InputError listing those on that line."""
     assert spec.line is not None and spec.col is not None
-    off = _position(tree.source, spec.line, spec.col, str(spec))
+    off = offset_at(tree.source, spec.line, spec.col, f"--corrupt {str(spec)!r}")
     hits = [i for i in nodes if tree.start[i] <= off < tree.end[i]]
     if hits:
         return max(hits, key=lambda i: int(tree.depth[i]))

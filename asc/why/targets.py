@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from asc.arch import input_embeddings, keep_logits, log_probs
 from asc.device import model_device
 from asc.errors import InputError
 from asc.explain import Explanation
@@ -37,6 +38,7 @@ __all__ = ["BASELINES", "Target", "baseline_embeddings", "embed", "line_col_offs
            "read_target", "target_at", "target_forward", "token_at", "token_target"]
 
 BASELINES = ("pad", "zero")
+_FEATURE = "attribution"
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ def read_target(logits: Any, target: Target) -> Any:
     positions (a forward pass over ``ids[:target.last]``): differentiable, any dtype (log-softmax in float32)."""
     import torch
 
-    rows = logits[:, logits.shape[1] - target.n_logits:].float().log_softmax(-1)
+    rows = log_probs(logits[:, logits.shape[1] - target.n_logits:])
     picks = torch.tensor([p - target.index for p in target.positions], device=rows.device)
     ids = torch.tensor(target.ids, device=rows.device)
     value = rows[:, picks, ids].mean(-1)
@@ -171,13 +173,11 @@ def node_target(bundle: ModelBundle, explanation: Explanation, node: int) -> Tar
 
 
 def line_col_offset(source: str, line: int, col: int) -> int:
-    """The character offset of LINE:COL (both from 1, the column in characters), or an InputError."""
-    lines = source.split("\n")
-    if not 1 <= line <= len(lines) or not 1 <= col <= len(lines[line - 1]) + 1:
-        last = min(max(line, 1), len(lines))
-        raise InputError(f"position {line}:{col} is outside the snippet ({len(lines)} lines, line {last} has "
-                         f"{len(lines[last - 1])} characters): give LINE:COL inside it, both from 1")
-    return sum(len(s) + 1 for s in lines[: line - 1]) + col - 1
+    """The character offset of LINE:COL (both from 1, the column in characters), or an InputError
+    (:func:`asc.positions.offset_at`)."""
+    from asc.positions import offset_at
+
+    return offset_at(source, line, col)
 
 
 def token_at(texts: Sequence[str], start: np.ndarray, end: np.ndarray, special: np.ndarray, offset: int) -> int | None:
@@ -206,7 +206,7 @@ def embed(bundle: ModelBundle, ids: np.ndarray) -> Any:
     import torch
 
     with torch.no_grad():
-        return bundle.model.get_input_embeddings()(torch.from_numpy(ids)[None].to(model_device(bundle.model)))
+        return input_embeddings(bundle, _FEATURE)(torch.from_numpy(ids)[None].to(model_device(bundle.model)))
 
 
 def baseline_embeddings(bundle: ModelBundle, x: Any, baseline: str) -> Any:
@@ -228,14 +228,11 @@ def baseline_embeddings(bundle: ModelBundle, x: Any, baseline: str) -> Any:
 def target_forward(bundle: ModelBundle, target: Target) -> Any:
     """``f(embeds) -> values``: the target (B,) from input embeddings (B, L, H) of ``ids[:target.last]``, in any
     float dtype (cast to the model's), keeping only the logits the target needs."""
-    import inspect
-
     model = bundle.model
-    dtype = model.get_input_embeddings().weight.dtype
-    keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+    dtype = input_embeddings(bundle, _FEATURE).weight.dtype
+    extra = keep_logits(model, target.n_logits)
 
     def forward(embeds: Any) -> Any:
-        extra = {"logits_to_keep": target.n_logits} if keep else {}
         out = model(inputs_embeds=embeds.to(dtype), use_cache=False, **extra)
         return read_target(out.logits, target)
 

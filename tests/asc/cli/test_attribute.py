@@ -1,5 +1,5 @@
-"""``python -m asc attribute`` (asc.why.cli_attribute): the --json layout, the table, and one line + exit 2 for a
-bad position, contrast or setting. Run in process (``asc.__main__.main``) on the tiny model, and once as users run
+"""``python -m asc attribute`` (asc.cli.attribute): the --json layout, the table, and one line + exit 2 for a
+bad position, contrast or setting. Run in process (``asc.cli.main``) on the tiny model, and once as users run
 it, in a subprocess."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from asc.__main__ import main
+from asc.cli import main
 from asc.concepts import load_categories
 from tests.helpers import run_module
 

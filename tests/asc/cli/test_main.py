@@ -1,4 +1,5 @@
-"""The command line ``python -m asc`` (asc/__main__.py), run as users run it: in a subprocess."""
+"""The command line ``python -m asc`` (asc/__main__.py, the entry point of asc.cli), run as users run it: in a
+subprocess."""
 
 import json
 

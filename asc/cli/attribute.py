@@ -1,6 +1,5 @@
 """``python -m asc attribute FILE --at LINE:COL``: what in the code the prediction of one token used.
 
-The parser's block (:func:`add_parser`, called by :mod:`asc.__main__`) and the command (:func:`cmd_attribute`).
 ``--at`` names the target token (:func:`asc.why.targets.target_at`: the token that starts at LINE:COL, or the first
 one after it); ``--method`` grad (default), ig or occlusion; ``--contrast TEXT`` explains ``log p(token) -
 log p(TEXT)`` (one token, such as one of the model's top choices there). ``--json`` prints the ``explain --json``
@@ -14,46 +13,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
-from asc.cli import add_common, count, fmt, load_bundle, positive_int, read_source
+from asc.cli.args import (
+    Subcommands,
+    add_scoring_options,
+    add_source_file,
+    align_options,
+    count,
+    line_col,
+    load_bundle,
+    positive_int,
+    read_source,
+    source_offset,
+)
+from asc.cli.runner import fmt
 from asc.syntax import LANGUAGES
 
-__all__ = ["add_parser", "cmd_attribute"]
+__all__ = ["add_parser", "execute", "steps"]
 
 
-def add_parser(sub: Any, at_position: Any) -> None:
-    """Add ``attribute`` to ``python -m asc``'s subcommands (``at_position``: the LINE:COL argparse type)."""
-    from asc.why.attribute import ATTRIBUTION_METHODS, AUTO_MAX_STEPS, AUTO_STEPS, AUTO_TOLERANCE, DEFAULT_STEPS
-    from asc.why.targets import BASELINES
-
-    p = sub.add_parser("attribute", help="what in the code one token's prediction used: gradient x input, "
-                       "integrated gradients or occlusion, per token, AST node and category")
-    p.add_argument("file", help="source file, or - for standard input")
-    p.add_argument("--at", required=True, type=at_position, metavar="LINE:COL",
-                   help="the target token: the one starting at this position or the first after it (from 1)")
-    p.add_argument("--method", default="grad", choices=ATTRIBUTION_METHODS,
-                   help="grad: gradient x input (default); ig: integrated gradients; occlusion: each AST node removed")
-    p.add_argument("--contrast", default=None, metavar="TEXT",
-                   help="explain log p(token) - log p(TEXT), TEXT one token (e.g. one of the model's top choices)")
-    p.add_argument("--steps", type=_steps, default=DEFAULT_STEPS,
-                   help=(f"--method ig: points on the path (Gauss-Legendre; default {DEFAULT_STEPS}, at most "
-                         f"{AUTO_MAX_STEPS}), or {AUTO_STEPS}: {DEFAULT_STEPS}, then twice as many until the "
-                         f"completeness gap is within {AUTO_TOLERANCE:.0%} (at most {AUTO_MAX_STEPS})"
-                         ).replace("%", "%%"))  # argparse %-formats help: a lone % crashed --help
-    p.add_argument("--baseline", default=BASELINES[0], choices=BASELINES,
-                   help="ig and occlusion: the pad (else end-of-sequence) token's embedding (default) or zeros")
-    p.add_argument("--hold-sink", action=argparse.BooleanOptionalAction, default=True,
-                   help="ig: hold the first token (the attention sink of a model without BOS) at its embedding "
-                        "(default), which makes the path smooth enough to integrate; --no-hold-sink: the textbook path")
-    p.add_argument("--top", type=positive_int, default=10, help="source nodes listed (default 10)")
-    p.add_argument("--language", default="python", choices=LANGUAGES)
-    p.add_argument("--json", action="store_true", help="the explain --json layout with attributions and the target")
-    add_common(p)
-    p.set_defaults(func=cmd_attribute)
-
-
-def _steps(text: str) -> int | str:
+def steps(text: str) -> int | str:
     """argparse type of ``--steps``: a whole number from 1 to :data:`~asc.why.attribute.AUTO_MAX_STEPS` (the
     inspector's cap: the path's activations grow with it), or ``auto``."""
     from asc.why.attribute import AUTO_MAX_STEPS, AUTO_STEPS
@@ -66,18 +45,49 @@ def _steps(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"{err}; or give {AUTO_STEPS}") from None
 
 
-def cmd_attribute(args: argparse.Namespace) -> int:
-    from asc.align import AlignOptions
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
+    """Add ``attribute`` to ``python -m asc``'s subcommands."""
+    from asc.why.attribute import ATTRIBUTION_METHODS, AUTO_MAX_STEPS, AUTO_STEPS, AUTO_TOLERANCE, DEFAULT_STEPS
+    from asc.why.targets import BASELINES
+
+    p = sub.add_parser("attribute", help="what in the code one token's prediction used: gradient x input, "
+                       "integrated gradients or occlusion, per token, AST node and category")
+    add_source_file(p)
+    p.add_argument("--at", required=True, type=line_col, metavar="LINE:COL",
+                   help="the target token: the one starting at this position or the first after it (from 1)")
+    p.add_argument("--method", default="grad", choices=ATTRIBUTION_METHODS,
+                   help="grad: gradient x input (default); ig: integrated gradients; occlusion: each AST node removed")
+    p.add_argument("--contrast", default=None, metavar="TEXT",
+                   help="explain log p(token) - log p(TEXT), TEXT one token (e.g. one of the model's top choices)")
+    p.add_argument("--steps", type=steps, default=DEFAULT_STEPS,
+                   help=(f"--method ig: points on the path (Gauss-Legendre; default {DEFAULT_STEPS}, at most "
+                         f"{AUTO_MAX_STEPS}), or {AUTO_STEPS}: {DEFAULT_STEPS}, then twice as many until the "
+                         f"completeness gap is within {AUTO_TOLERANCE:.0%} (at most {AUTO_MAX_STEPS})"
+                         ).replace("%", "%%"))  # argparse %-formats help: a lone % crashed --help
+    p.add_argument("--baseline", default=BASELINES[0], choices=BASELINES,
+                   help="ig and occlusion: the pad (else end-of-sequence) token's embedding (default) or zeros")
+    p.add_argument("--hold-sink", action=argparse.BooleanOptionalAction, default=True,
+                   help="ig: hold the first token (the attention sink of a model without BOS) at its embedding "
+                        "(default), which makes the path smooth enough to integrate; --no-hold-sink: the textbook path")
+    p.add_argument("--top", type=positive_int, default=10, help="source nodes listed (default 10)")
+    p.add_argument("--language", default="python", choices=LANGUAGES)
+    p.add_argument("--json", action="store_true", help="the explain --json layout with attributions and the target")
+    add_scoring_options(p)
+    p.set_defaults(func=execute)
+    return p
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Attribute the target token and print the report (or the JSON object)."""
     from asc.explain import checked_tree, explain
     from asc.why.attribute import AUTO_MAX_STEPS, AUTO_TOLERANCE, attribute
-    from asc.why.targets import line_col_offset, target_at
+    from asc.why.targets import target_at
 
     tree = checked_tree(read_source(args.file), args.language)  # refuse bad input before loading the model
+    source_offset(tree.source, args.at)  # a position outside the snippet: before loading the model
     line, col = args.at
-    line_col_offset(tree.source, line, col)
     bundle = load_bundle(args)
-    options = AlignOptions(whitespace=args.whitespace, multi_leaf=args.multi_leaf, zero_width=args.zero_width)
-    ex = explain(bundle, tree.source, language=args.language, aggregate=args.aggregate, options=options,
+    ex = explain(bundle, tree.source, language=args.language, aggregate=args.aggregate, options=align_options(args),
                  max_window=args.max_window, tree=tree)
     target = target_at(bundle, ex, line, col, args.contrast)
     result = attribute(bundle, tree.source, target, args.method, args.steps, args.baseline, explanation=ex,

@@ -1,6 +1,5 @@
 """``python -m asc attribute-corpus RUN``: corpus attribution into a run folder, then its target x source matrix.
 
-The parser's block (:func:`add_parser`, called by :mod:`asc.__main__`) and the command (:func:`cmd_attribute_corpus`).
 It loads the run's own model (its name and dtype from meta.json, unless ``--dtype`` says otherwise), fills the run's
 ``attribution/`` table (:func:`asc.why.corpus_run.attribute_run`: ``--k`` target nodes per snippet, stratified by
 category, seeded by ``--seed``; resumable), and prints per target category the source categories with the largest
@@ -14,22 +13,22 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from asc.cli import (
+from asc.cli.args import (
+    Subcommands,
     add_model_options,
     count,
-    fmt,
     load_bundle,
     out_table,
     path_text,
     positive_int,
     seed_int,
-    stage_bar,
 )
+from asc.cli.runner import fmt, stage_bar, write_table
 
-__all__ = ["add_parser", "cmd_attribute_corpus", "matrix_table"]
+__all__ = ["add_parser", "execute", "matrix_table"]
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     """Add ``attribute-corpus`` to ``python -m asc``'s subcommands."""
     from asc.corpus.bootstrap import MAX_N_BOOT
     from asc.why.corpus import DEFAULT_K, MAX_K
@@ -51,7 +50,8 @@ def add_parser(sub: Any) -> None:
     add_model_options(p)
     p.epilog = ("--dtype: by default the dtype the run was evaluated in (its meta.json), so the targets' "
                 "log-probabilities are the run's")
-    p.set_defaults(func=cmd_attribute_corpus, dtype=None)
+    p.set_defaults(func=execute, dtype=None)
+    return p
 
 
 def matrix_table(matrix: Any) -> Any:
@@ -65,10 +65,10 @@ def matrix_table(matrix: Any) -> Any:
                                                        "ci_low", "ci_high", "signed", "n_targets", "n_snippets"]]
 
 
-def cmd_attribute_corpus(args: argparse.Namespace) -> int:
+def execute(args: argparse.Namespace) -> int:
+    """Attribute the run's pending snippets, then print the matrix (and write ``--out``)."""
     from pathlib import Path
 
-    from asc.cli import write_table
     from asc.errors import CorpusError
     from asc.why.corpus_run import ATTRIBUTION_TABLE, attribute_run, attribution_settings, pending_parts, run_settings
     from asc.why.matrix import run_matrix
@@ -103,4 +103,3 @@ def cmd_attribute_corpus(args: argparse.Namespace) -> int:
     if args.out:
         print(f"wrote {write_table(matrix_table(matrix), Path(args.out))}")
     return 0
-

@@ -3,11 +3,11 @@ the code valid does to one predicted token, and (``--patch``) where and when the
 
 Without ``--patch``: the target token's log-probability in the clean and the corrupted snippet, and the node-by-node
 effect of the corruption (:func:`asc.why.effects.effect`: clean against corrupted AsC-Eval, the strongest later
-nodes printed). With
-``--patch``: :func:`asc.why.patching.patch`'s layer x node matrix (its largest cells) and category totals.
-``--json``: ``{"corruption": {kind, description, language, source, corrupted, edits: [{start, end, old, new,
-corrupted_span}]}, "target": {clean_index, corrupted_index, text, clean_value, corrupted_value}, "effects": Effect.to_dict() or null, "patching":
-Patching.to_dict() or null}``. A bad spec or position: one line, exit 2 (checked before the model loads).
+nodes printed). With ``--patch``: :func:`asc.why.patching.patch`'s layer x node matrix (its largest cells) and
+category totals. ``--json``: ``{"corruption": {kind, description, language, source, corrupted, edits: [{start, end,
+old, new, corrupted_span}]}, "target": {clean_index, corrupted_index, text, clean_value, corrupted_value},
+"effects": Effect.to_dict() or null, "patching": Patching.to_dict() or null}``. A bad spec or position: one line,
+exit 2 (checked before the model loads).
 """
 
 from __future__ import annotations
@@ -15,26 +15,59 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
-from asc.cli import fmt, load_bundle, read_source
+from asc.cli.args import (
+    Subcommands,
+    add_scoring_options,
+    add_source_file,
+    line_col,
+    load_bundle,
+    positive_int,
+    read_source,
+    source_offset,
+)
+from asc.cli.runner import fmt
 from asc.errors import InputError
+from asc.syntax import LANGUAGES
 
-__all__ = ["add_intervene", "cmd_intervene", "source_offset"]
-
-
-def source_offset(text: str, line: int, col: int, option: str = "--at") -> int:
-    """The character offset of 1-based ``line``:``col`` in ``text``, or an :class:`InputError` naming the file's
-    extent."""
-    lines = text.split("\n")
-    if line > len(lines) or col > len(lines[line - 1]) + 1:
-        last = min(line, len(lines))
-        raise InputError(f"{option} {line}:{col} is outside the file ({len(lines)} lines, line {last} has "
-                         f"{len(lines[last - 1])} characters): give a position inside the file")
-    return sum(len(s) + 1 for s in lines[: line - 1]) + col - 1
+__all__ = ["add_parser", "corruption_spec", "execute"]
 
 
-def cmd_intervene(args: argparse.Namespace) -> int:
+def corruption_spec(text: str) -> str:
+    """argparse type of ``--corrupt``: a spec :func:`asc.why.corrupt.parse_spec` takes (its grammar checked before
+    the file is read: an unknown kind, an empty or an extra field is one line, exit 2)."""
+    from asc.why.corrupt import parse_spec
+
+    try:
+        parse_spec(text)
+    except InputError as err:
+        raise argparse.ArgumentTypeError(str(err).replace(f"--corrupt {text!r}", repr(text), 1)) from None
+    return text
+
+
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
+    """Add ``intervene`` to ``python -m asc``'s subcommands."""
+    p = sub.add_parser("intervene", help="a corruption that keeps the code valid: its effect on one token, and "
+                       "(--patch) activation patching layer x node")
+    add_source_file(p)
+    p.add_argument("--corrupt", required=True, metavar="SPEC", type=corruption_spec,
+                   help="rename:NAME[:NEW] | operator:LINE:COL[:NEW] | literal:LINE:COL[:NEW] | docstring[:LINE] | "
+                        "comment[:LINE]")
+    p.add_argument("--patch", action="store_true", help="activation patching: every layer x the changed nodes")
+    p.add_argument("--spans", default="changed", choices=("changed", "after"),
+                   help="--patch columns: the changed nodes (default), or also every named leaf up to the target")
+    p.add_argument("--at", type=line_col, default=None, metavar="LINE:COL",
+                   help="the target: the token starting at or after this position (default: the last token)")
+    p.add_argument("--top", type=positive_int, default=12, help="--patch: cells listed (default 12)")
+    p.add_argument("--language", default="python", choices=LANGUAGES)
+    p.add_argument("--json", action="store_true", help="one JSON object (layout in asc.cli.intervene)")
+    add_scoring_options(p)
+    p.set_defaults(func=execute)
+    return p
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Corrupt the snippet, measure the target (and patch), and print the report (or the JSON object)."""
     from asc.explain import checked_tree
     from asc.why.corrupt import corrupt
     from asc.why.effects import effect
@@ -42,7 +75,7 @@ def cmd_intervene(args: argparse.Namespace) -> int:
 
     tree = checked_tree(read_source(args.file), args.language)
     corruption = corrupt(tree.source, args.corrupt, args.language)  # a bad spec: exit 2 before the model loads
-    offset = None if args.at is None else source_offset(tree.source, *args.at)
+    offset = None if args.at is None else source_offset(tree.source, args.at)
     bundle = load_bundle(args)
     corruption = corrupt(tree.source, args.corrupt, args.language, tokenizer=bundle.tokenizer)  # a fresh name's tokens
     target: int | None = None
@@ -83,37 +116,3 @@ def cmd_intervene(args: argparse.Namespace) -> int:
     for cat, curve in result.category_restored.items():
         print(f"  {cat:<24} " + " ".join(fmt(v, 2) for v in curve))
     return 0
-
-
-def _spec(text: str) -> str:
-    """argparse type of ``--corrupt``: a spec :func:`asc.why.corrupt.parse_spec` takes (its grammar checked before
-    the file is read: an unknown kind, an empty or an extra field is one line, exit 2)."""
-    from asc.why.corrupt import parse_spec
-
-    try:
-        parse_spec(text)
-    except InputError as err:
-        raise argparse.ArgumentTypeError(str(err).replace(f"--corrupt {text!r}", repr(text), 1)) from None
-    return text
-
-
-def add_intervene(sub: Any, at_position: Any, languages: tuple[str, ...], add_common: Any) -> None:
-    """The ``intervene`` subcommand's parser (called by :mod:`asc.__main__`)."""
-    from asc.cli import positive_int
-
-    p = sub.add_parser("intervene", help="a corruption that keeps the code valid: its effect on one token, and "
-                       "(--patch) activation patching layer x node")
-    p.add_argument("file", help="source file, or - for standard input")
-    p.add_argument("--corrupt", required=True, metavar="SPEC", type=_spec,
-                   help="rename:NAME[:NEW] | operator:LINE:COL[:NEW] | literal:LINE:COL[:NEW] | docstring[:LINE] | "
-                        "comment[:LINE]")
-    p.add_argument("--patch", action="store_true", help="activation patching: every layer x the changed nodes")
-    p.add_argument("--spans", default="changed", choices=("changed", "after"),
-                   help="--patch columns: the changed nodes (default), or also every named leaf up to the target")
-    p.add_argument("--at", type=at_position, default=None, metavar="LINE:COL",
-                   help="the target: the token starting at or after this position (default: the last token)")
-    p.add_argument("--top", type=positive_int, default=12, help="--patch: cells listed (default 12)")
-    p.add_argument("--language", default="python", choices=languages)
-    p.add_argument("--json", action="store_true", help="one JSON object (layout in asc.why.cli_intervene)")
-    add_common(p)
-    p.set_defaults(func=cmd_intervene)

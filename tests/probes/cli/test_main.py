@@ -1,23 +1,41 @@
-"""The command line ``python -m probes layers|attention|gluecode`` (probes/__main__.py): reports, one-line errors."""
+"""The command line ``python -m probes inspect|attention|gluecode`` (probes.cli): reports, one-line errors, and the
+old name ``layers`` of ``inspect``."""
 
 import json
 
-from probes.__main__ import main
+from probes.cli import main
 from tests.helpers import ATTENTION_CODES, toy_task
 
 
 def test_cli_runs_and_reports(tmp_path, capsys):
     tsv = tmp_path / "toy.tsv"
     toy_task().to_tsv(tsv)
-    code = main(["layers", "--model", "tiny-random", "--task-file", str(tsv), "--out", str(tmp_path / "o"), "--quiet"])
+    code = main(["inspect", "--model", "tiny-random", "--task-file", str(tsv), "--out", str(tmp_path / "o"), "--quiet"])
     out = capsys.readouterr().out
     assert code == 0 and "TOY" in out and "tiny-random" in out
-    assert main(["layers", "--model", "tiny-random", "--tasks", "XYZ", "--out", str(tmp_path / "o")]) == 2
+    assert main(["inspect", "--model", "tiny-random", "--tasks", "XYZ", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "XYZ" in err and "KTX" in err
-    assert main(["layers", "--model", "nonsense", "--task-file", str(tsv), "--out", str(tmp_path / "o")]) == 2
+    assert main(["inspect", "--model", "nonsense", "--task-file", str(tsv), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown model 'nonsense'" in err
+
+
+def test_the_old_name_layers_runs_the_same_and_says_the_new_one_once(tmp_path, capsys):
+    """``probes layers`` (before ``inspect`` was its name) still runs; once it succeeded, one line on stderr names
+    ``inspect``; an error stays one line (no note)."""
+    tsv = tmp_path / "toy.tsv"
+    toy_task().to_tsv(tsv)
+    args = ["--model", "tiny-random", "--task-file", str(tsv), "--out", str(tmp_path / "o"), "--quiet"]
+    assert main(["inspect", *args]) == 0
+    new = capsys.readouterr()
+    assert main(["layers", *args]) == 0  # resumed from the same folder: the same report
+    old = capsys.readouterr()
+    assert old.out == new.out and new.err == ""
+    assert old.err == "note: `python -m probes layers` is now `python -m probes inspect` (the old name still works)\n"
+    assert main(["layers", "--model", "tiny-random", "--tasks", "XYZ", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "XYZ" in err
 
 
 def test_cli_attention(tmp_path, capsys):
