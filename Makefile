@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8501
 # the address `make app` serves on: this machine only by default. HOST=0.0.0.0 shares the app with the
-# network (shared mode: see README, "Sharing the app")
+# network (shared mode: see docs/sharing.md, "Sharing the app")
 HOST ?= 127.0.0.1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
@@ -14,8 +14,8 @@ export TOKENIZERS_PARALLELISM := false
 # (this one does) makes every process of `make test` (servers, CLIs, pytest's workers) compile the project again
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: app study test test-fast test-stress lint bench bench-table2-plan setup browser docs-data clean gpu-bundle gpu-report-dry \
-	gpu-table2-bundle
+.PHONY: app study test test-fast test-stress lint docs docs-serve bench bench-table2-plan setup browser docs-data clean \
+	gpu-bundle gpu-report-dry gpu-table2-bundle
 
 setup: $(STAMP)
 
@@ -33,7 +33,7 @@ $(STAMP): requirements.txt Makefile
 app: setup
 	$(PY) -m ui.serve --server.headless true --server.port $(PORT) --server.address $(HOST)
 
-# a user study on the local network: participants get only the study page (see README, "User study")
+# a user study on the local network: participants get only the study page (see docs/app.md, "User study")
 study: setup
 	ASC_STUDY_MODE=1 $(PY) -m ui.serve --server.headless true --server.port $(PORT) --server.address 0.0.0.0
 
@@ -44,6 +44,16 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
+
+# the documentation site (mkdocs.yml: the pages of docs/, the API reference from docstrings, the example notebooks
+# unexecuted) built offline into site/ (ignored); --strict: a broken link or anchor, a page missing from the nav or a
+# name of a curated __all__ left undocumented (docs/hooks.py) fails it. `make docs-serve` serves it while you edit
+DOCS_PORT ?= 8000
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
+
+docs-serve: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:$(DOCS_PORT)
 
 # Debian's chromium for the end-to-end browser test (never `playwright install`: no downloads here)
 browser:
@@ -63,7 +73,7 @@ docs-data:
 XDIST := -n 2 --dist worksteal
 
 # every test's duration also goes to test-output/junit.xml (ignored), to see where the suite's time goes
-test: setup browser docs-data lint
+test: setup browser docs-data lint docs
 	$(PY) -m pytest -q $(XDIST) --durations=30 --junitxml=test-output/junit.xml
 
 # the edit loop: no real-model, no browser, no slow tests (under a minute)
@@ -81,12 +91,12 @@ test-stress: setup browser docs-data
 	done; \
 	echo "== test-stress: $$failed of $(STRESS_ROUNDS) rounds had failures"; test $$failed -eq 0
 
-# the GPU report (README, "GPU report"): fill .gpu/ here, then run benchmarks/gpu/run.sh on the GPU machine
+# the GPU report (docs/models.md, "GPU report"): fill .gpu/ here, then run benchmarks/gpu/run.sh on the GPU machine
 gpu-bundle: setup
 	$(PY) benchmarks/gpu/bundle.py
 
 # glueCode's Table 2 for the GPU machine: .gpu-part1/ ... (ignored), one per command of benchmarks/gpu/table2.sh;
-# MODELS=smollm2-135m (or gemma3-270m): one model's weights only (README, "GPU report")
+# MODELS=smollm2-135m (or gemma3-270m): one model's weights only (docs/models.md, "GPU report")
 gpu-table2-bundle: setup
 	$(PY) benchmarks/gpu/bundle.py --table2 $(if $(MODELS),--models $(MODELS))
 
@@ -95,7 +105,8 @@ gpu-report-dry: setup
 	OUT=test-output/gpu-report-dry PYTHON=$(PY) benchmarks/gpu/run.sh --dry
 
 # every benchmark writes its figures to docs/bench/<bench>.txt (machine, load, date and commit on top:
-# benchmarks/report.py); the last step puts them into the README (docs/render_bench.py; a test checks)
+# benchmarks/report.py); the last step puts them into the pages that quote them, README.md and docs/*.md
+# (docs/render_bench.py; a test checks)
 bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_pipeline.py
 	PYTHONPATH=. $(PY) benchmarks/bench_probes.py
@@ -119,6 +130,8 @@ bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_corpus_attribution.py --snippets 12 --k 8 --rounds 1
 	# the one-click demos, click to results, each as the app submits it: the minutes their buttons state (issue 44)
 	PYTHONPATH=. $(PY) benchmarks/bench_demos.py
+	# every feature on a tiny model of each of 20 architectures: the family x feature table of docs/models.md (issue 45)
+	PYTHONPATH=. $(PY) benchmarks/arch_matrix.py
 	$(PY) docs/render_bench.py
 
 # glueCode Table 2's plan, apart from `make bench` (about an hour of CPU: 36 cells, some of 2,048-token contexts):
@@ -129,4 +142,4 @@ bench-table2-plan: setup
 	$(PY) docs/render_bench.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache site

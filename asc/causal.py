@@ -26,7 +26,7 @@ from the rows of that treatment, with the effect re-estimated there (``refute_at
 larger than the subsample nothing changes: the refuters run on every row, as before. ``jobs``
 runs the treatments in that many worker processes, with the same results as one process (every
 treatment draws from its own seeded generators). How the estimates and verdicts move with the
-subsample size is measured by ``benchmarks/bench_causal.py`` (README, AsC-Causal at scale).
+subsample size is measured by ``benchmarks/bench_causal.py`` (docs/corpora.md, AsC-Causal at scale).
 
 :func:`run_causal` does it all for a run read with its snippets and concepts (the treatments of the run's
 language), returning a :class:`CausalResult`: what the CLI's ``causal`` and the app's Causal page both call.
@@ -66,7 +66,7 @@ log = logging.getLogger(__name__)
 OUTCOME = "loss"
 CONFOUNDERS = ("seq_size", "ast_levels", "n_nodes", "complexity")
 MIN_SNIPPETS = 30
-#: Rows the refuters use when a treatment has more (README, "AsC-Causal at scale": chosen by measurement).
+#: Rows the refuters use when a treatment has more (docs/corpora.md, "AsC-Causal at scale": chosen by measurement).
 REFUTE_SAMPLE = 5000
 #: The smallest refuter subsample accepted: below it the refuters' verdicts are mostly noise.
 MIN_REFUTE_SAMPLE = 100

@@ -13,7 +13,7 @@ Vocabulary (one word per concept; "layer" is only the coordinate, never a module
 
 - **lens**: the logit lens itself, each layer's next-token statistics (:mod:`asc.lens`);
 - **depth**: AsC-Eval per layer read through the lens: this module (one snippet), :mod:`asc.corpus.depth` (corpus
-  runs made with ``--layers``, whose table keeps the folder name ``layers/``), :mod:`asc.viz.depth` and
+  runs made with ``--per-layer``, whose table keeps the folder name ``layers/``), :mod:`asc.viz.depth` and
   :mod:`asc.viz.corpus_depth` (their figures), ``ui/depth_view.py`` (the inspector's section);
 - **probes**: linear probes trained on each layer's hidden states (INSPECT, glueCode's NPATH/NULL):
   :mod:`probes.inspect.runs` and the *Layer heatmaps* page, ``pages/probing.py``.
@@ -141,7 +141,7 @@ class LayerExplanation:
         return show(self, "layers_heatmap", **options)
 
     def to_dict(self, threshold: float = CONFIDENCE_LINE) -> dict:
-        """The ``"layers"`` block of ``python -m asc explain --layers --json`` (README): per-layer token
+        """The ``"layers"`` block of ``python -m asc explain --per-layer --json`` (docs/cli.md): per-layer token
         probabilities (null where a token has no prediction), category values and crossings."""
         def clean(row: np.ndarray) -> list[float | None]:
             return [None if math.isnan(v) else round(float(v), 6) for v in row.tolist()]

@@ -75,7 +75,7 @@ class Explanation:
         return math.exp(self.loss) if not math.isnan(self.loss) else math.nan
 
     def to_dict(self) -> dict:
-        """The JSON layout of ``python -m asc explain --json`` (documented in the README)."""
+        """The JSON layout of ``python -m asc explain --json`` (documented in docs/cli.md)."""
         s, t = self.scores, self.tree
         texts = s.text
         tokens = []

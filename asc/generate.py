@@ -22,7 +22,8 @@ bare newline is an unnatural token boundary that pushes the model off its traini
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from asc.explain import Explanation, check_source, explain_scored
 from asc.models import ModelBundle
 from asc.scores import encode, score_ids
 
-__all__ = ["STOP_REASONS", "Completion", "complete", "explain_completion", "first_lines", "function_end",
+__all__ = ["STOP_REASONS", "Completion", "Decoding", "complete", "explain_completion", "first_lines", "function_end",
            "stop_message"]
 
 STOP_REASONS = {  # why generation stopped, in words (Completion.stop_reason)
@@ -43,6 +44,43 @@ STOP_REASONS = {  # why generation stopped, in words (Completion.stop_reason)
     "max_new_tokens": "the limit of new tokens was reached",
 }
 FEW_TOKENS = 8  # a completion this short looks as if nothing happened: stop_message says what to do
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How a completion (and each branch of it) is decoded: the one decoding settings type of the app, the
+    notebooks and the CLI. ``temperature`` 0 is greedy (``top_p`` and ``seed`` then do nothing); generation stops
+    after ``max_new_tokens``, at the end of the model's text, or, with ``stop_at_function_end``, where the
+    function the prompt opens ends (in ``language``). Refused with the fix when it cannot run."""
+
+    max_new_tokens: int = 64
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+    language: str = "python"
+    stop_at_function_end: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise InputError("max_new_tokens must be at least 1")
+        if not self.temperature >= 0:
+            raise InputError(f"temperature={self.temperature}: use 0 (greedy) or a positive value")
+        if not 0 < self.top_p <= 1:
+            raise InputError(f"top_p={self.top_p}: choose a value above 0 and at most 1")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, as a branch tree and a branch record it."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, entry: dict[str, Any]) -> Decoding:
+        """What :meth:`to_dict` wrote (keys it does not know are ignored; missing ones take the defaults)."""
+        known = {k: entry[k] for k in cls.__dataclass_fields__ if k in entry}
+        return cls(**known)
 
 
 @dataclass(frozen=True)
@@ -144,10 +182,9 @@ def complete(bundle: ModelBundle, prompt: str, max_new_tokens: int = 64, *, temp
     import torch
 
     bundle.require_causal("next-token probabilities to generate with")
+    Decoding(max_new_tokens, temperature, top_p, seed, language, stop_at_function_end)  # refused with the fix
     check_source(prompt, language)
     prompt = prompt.rstrip()
-    if max_new_tokens < 1:
-        raise InputError("max_new_tokens must be at least 1")
     ids, start, end, special = encode(bundle, prompt)
     room = bundle.context_length - len(ids)
     if room < 1:

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["LANGUAGES", "MAX_AST_DEPTH", "SyntaxTree", "parse", "byte_to_char", "encode_source", "get_parser",
            "subtree_too_deep", "too_deep", "too_deep_to_parse"]
 
-#: Languages with a grammar wheel from the tree-sitter org (see README: why not tree-sitter-languages).
+#: Languages with a grammar wheel from the tree-sitter org (see docs/method.md: why not tree-sitter-languages).
 LANGUAGES = ("python", "java")
 
 #: Deepest syntax tree :func:`parse` accepts (the root is level 0; module doc: why this number).

@@ -9,8 +9,8 @@ Builds (or reads, under ``build/bench-blanca``) the standard-library task set, t
   in units of MiniLM's cost on the same texts, the ratio that travels between machines;
 - **fine-tune**: MiniLM trained on ``--pairs`` pairs of the task (seconds per 100 pairs), no evaluation.
 
-Scores are not kept: this measures cost, not quality (the README's reproduction has the numbers). Written to
-``docs/bench/blanca.txt`` (:mod:`benchmarks.report`); the README quotes it.
+Scores are not kept: this measures cost, not quality (docs/blanca.md's reproduction has the numbers). Written to
+``docs/bench/blanca.txt`` (:mod:`benchmarks.report`); docs/blanca.md quotes it.
 """
 
 from __future__ import annotations

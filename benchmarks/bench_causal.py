@@ -25,7 +25,7 @@ many verdicts differ from those on all rows.
     python benchmarks/bench_causal.py --base /tmp/causal40            # 10k and 100k, sweep on 100k
     python benchmarks/bench_causal.py --base /tmp/causal40 --sizes 10000 --sweep-size 10000
 
-Written to ``docs/bench/causal.txt`` (:mod:`benchmarks.report`); the README quotes it.
+Written to ``docs/bench/causal.txt`` (:mod:`benchmarks.report`); docs/corpora.md quotes it.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ million snippets (80 million nodes) through ``compare`` (the limit there is 16 G
 compare and the page with the code of git commit REF (unpacked with ``git archive``), interleaved with this
 checkout's, and times both snippet bootstraps in one process on the largest run: ratios that hold on a busy
 machine. Run folders go to ``--work`` (default: a temporary folder, removed after). Written to
-``docs/bench/corpus.txt`` (:mod:`benchmarks.report`); the README quotes it.
+``docs/bench/corpus.txt`` (:mod:`benchmarks.report`); docs/corpora.md quotes it.
 """
 
 from __future__ import annotations

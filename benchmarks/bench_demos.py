@@ -16,7 +16,7 @@ the control task.
 
 Written to ``docs/bench/demos.txt`` after each demo (a run stopped part way keeps the demos it finished);
 :data:`ui.jobs.DEMO_MINUTES` is read from its figures ``<demo>_s`` (times :data:`ui.jobs.DEMO_MARGIN`, in whole
-minutes), and the README quotes them.
+minutes), and docs/app.md quotes them.
 """
 
 from __future__ import annotations

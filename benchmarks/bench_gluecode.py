@@ -5,7 +5,7 @@ kept under ``build/bench-gluecode``), loads SmolLM2 and answers every task at ea
 whole. Prints per task, level and mode: seconds per item, tokens the model ran per item, and the same in units
 of one bare forward pass over the item's function (measured in the same run on the same items), which is the
 number that travels between machines. Zero-shot predictions are not kept: this measures cost, not accuracy.
-Written to ``docs/bench/gluecode.txt`` (:mod:`benchmarks.report`); the README quotes it.
+Written to ``docs/bench/gluecode.txt`` (:mod:`benchmarks.report`); docs/gluecode.md quotes it.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
 The two kinds of call are interleaved over ``--rounds`` rounds to share the machine's noise; the median ratio is
 printed, with the absolute times. Per-layer unembedding scales with layers x vocabulary x hidden size, so Gemma
 (262k vocabulary) costs more than SmolLM2 (49k). Written to ``docs/bench/layers.txt`` (:mod:`benchmarks.report`);
-the README quotes it.
+docs/layers.md quotes it.
 """
 
 from __future__ import annotations

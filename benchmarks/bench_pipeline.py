@@ -5,7 +5,7 @@ model and (b) the whole AsC-Eval pipeline (tokenize, forward, next-token statist
 aggregate), interleaved over several rounds to share the machine's noise, and prints the median
 of the per-round overhead ratios (b)/(a) and tokens/s. Target: ratio <= 1.10. Also times the
 inspector on a 60-line function: source text to the figure objects of all three views (target:
-about a second). Written to ``docs/bench/pipeline.txt`` (:mod:`benchmarks.report`); the README quotes it.
+about a second). Written to ``docs/bench/pipeline.txt`` (:mod:`benchmarks.report`); docs/performance.md quotes it.
 """
 
 from __future__ import annotations

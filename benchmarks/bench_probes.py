@@ -10,7 +10,7 @@
    with each task's number of classes and a weak planted label; then, when a layers run exists
    (``--cached runs/layers``), on its real cached features, which are harder to fit.
 
-Written to ``docs/bench/probes.txt`` (:mod:`benchmarks.report`); the README quotes it.
+Written to ``docs/bench/probes.txt`` (:mod:`benchmarks.report`); docs/performance.md quotes it.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def bench_probes(report: Report, n: int, layers: int, dim: int) -> None:
 
 
 def bench_cached(report: Report, folder: str) -> None:
-    """Probe training on real cached features of a layers run (``python -m probes layers --out folder``)."""
+    """Probe training on real cached features of a layers run (``python -m probes inspect --out folder``)."""
     from pathlib import Path
 
     import numpy as np
@@ -131,7 +131,7 @@ def bench_cached(report: Report, folder: str) -> None:
     files = sorted(root.glob("features/*/*.npy"))
     report.section("cached")
     if not files:
-        report.line(f"probes on real features: none cached under {root} (run python -m probes layers --out {root})")
+        report.line(f"probes on real features: none cached under {root} (run python -m probes inspect --out {root})")
         return
     total = 0.0
     for f in files:

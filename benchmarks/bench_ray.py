@@ -5,7 +5,7 @@ Runs ``python -m asc eval --model M --corpus humaneval --limit N`` with ``--engi
 and its actors included), over ``--rounds`` interleaved rounds (alternating which engine goes first), prints
 the wall times and the median ratio ray/local (target on a 2-core machine: <= 1.3), and checks that the two
 run folders hold the same four tables value for value. Written to ``docs/bench/ray.txt``
-(:mod:`benchmarks.report`; Ray's worker processes count there as other work); the README quotes it.
+(:mod:`benchmarks.report`; Ray's worker processes count there as other work); docs/ray.md quotes it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`make bench` (Table 2 plan): what glueCode's Table 2 costs per item on this CPU, an estimate for the GPU, the commands.
 
-Table 2 (README, "glueCode for Python"): the stdlib task set at 1,000 items per task (seed 0), its test split, both
+Table 2 (docs/gluecode.md): the stdlib task set at 1,000 items per task (seed 0), its test split, both
 embedded models, the three context levels, the 2,048-token window. For each model, level and task (NAME in both
 modes) this answers ``--sample`` test items drawn with a seed, with the code the GPU command runs
 (:func:`probes.gluecode.zeroshot.predict`), timed as a whole, and counts the tokens of ``--token-sample`` test items'

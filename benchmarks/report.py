@@ -1,11 +1,11 @@
 """What every `make bench` benchmark writes: ``docs/bench/<bench>.txt``, its figures with where they were measured.
 
-A benchmark makes one :class:`Report`, prints through it and records the figures the README quotes::
+A benchmark makes one :class:`Report`, prints through it and records the figures the pages quote (docs/*.md)::
 
     report = Report("pipeline", "what AsC-Eval costs on top of the model's forward passes")
-    report.section("overhead")            # a named block of printed lines (the README can quote it whole)
+    report.section("overhead")            # a named block of printed lines (a page can quote it whole)
     report.line(f"bare forward passes : {b:7.2f} s")
-    report.figure("bare_s", b, ".2f")     # a named figure, formatted as the README prints it
+    report.figure("bare_s", b, ".2f")     # a named figure, formatted as the pages print it
     report.write()                        # docs/bench/pipeline.txt
 
 The file::
@@ -22,7 +22,7 @@ The file::
     bare_s = 11.08
 
 ``[section]`` lines start the named blocks (the lines before the first are section ``main``); ``[figures]`` holds ``name = value`` lines, the values exactly as the
-README shows them. :func:`read` parses a file back (``docs/render_bench.py`` and ``tests/test_readme_figures.py``
+pages show them. :func:`read` parses a file back (``docs/render_bench.py`` and ``tests/test_readme_figures.py``
 do). The load line compares the whole machine's busy CPU time with this process's and its finished children's
 over the run: what other work took (processes the benchmark started but did not wait for, such as Ray's
 workers, count as other work).
@@ -64,12 +64,12 @@ def _own_seconds() -> float:
 
 
 def commit() -> str:
-    """The checkout's short commit, marked when tracked files other than the figures (``docs/bench/``, README.md,
-    which `make bench` itself rewrites) differ from it."""
+    """The checkout's short commit, marked when tracked files other than the figures (``docs/bench/``, and README.md
+    and docs/*.md, which `make bench` itself rewrites) differ from it."""
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs/bench",
-                                ":!README.md"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+                                ":!README.md", ":!docs/*.md"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
         return (rev.stdout.strip() or "unknown") + (" (with uncommitted changes)" if dirty else "")
     except OSError:
         return "unknown"

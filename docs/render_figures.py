@@ -1,4 +1,4 @@
-"""Render the README's result figures to PNG from run folders (Playwright + Debian's chromium, offline).
+"""Render the docs pages' result figures to PNG from run folders (Playwright + Debian's chromium, offline).
 
     .venv/bin/python docs/render_figures.py --layers runs/layers --attention runs/attention \
         --gluecode runs/gluecode-repro --gluecode-set stdlib-120-seed0 --blanca runs/blanca-repro \

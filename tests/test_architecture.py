@@ -3,8 +3,8 @@
 Each test reads the code (``ast``), so a change that breaks a rule fails here with the file and line:
 writes go through ``write_atomic``; ``os.environ`` is read in ``asc/paths.py`` only; no private name
 crosses a module boundary; every module has a docstring, stays under ``MAX_LINES`` and appears in the
-README's folder tree (path for path); public backend functions are typed; ``__all__`` lists names that exist; one
-exported constant name has one meaning; no variable is assigned and never read.
+folder tree of docs/folders.md (path for path); public backend functions are typed; ``__all__`` lists names that
+exist; one exported constant name has one meaning; no variable is assigned and never read.
 """
 
 from __future__ import annotations
@@ -70,6 +70,59 @@ def test_environment_is_read_in_asc_paths_only():
             if re.search(r"os\.environ|os\.getenv|getenv\(", line) and "TOKENIZERS_PARALLELISM" not in line:
                 bad.append(f"{_rel(path)}:{n}: {line.strip()}")
     assert not bad, "read environment variables through asc.paths:\n" + "\n".join(bad)
+
+
+#: The model adapter, the one place that names a model's insides (issue 45, 1), and what it alone may name: the
+#: parts whose names differ between families, the config keys that size a model, the KV cache and the log-softmax.
+ADAPTER = ("asc/arch.py", "asc/kvcache.py")
+INSIDES = {
+    "a final norm": r"\b(final_layer_norm|final_layernorm|norm_f|ln_f)\b|\.model\.norm\b",
+    "a logit softcap or scale": r"softcap|logit_scale|logits_scaling",
+    "a decoder-layer attribute": r"\.(model|transformer|gpt_neox|decoder|language_model)\.(layers|h|blocks)\b"
+                                 r"|\b(num_hidden_layers|n_layer)\b",
+    "the embeddings or the head": r"get_input_embeddings|get_output_embeddings"
+                                  r"|\b(lm_head|embed_tokens|wte|base_model)\b",
+    "the config's shape": r"get_text_config|\btext_config\b|\.vocab_size\b|max_position_embeddings",
+    "a KV cache": r"DynamicCache|past_key_values|batch_repeat_interleave|batch_select_indices|logits_to_keep",
+    "a log-softmax": r"log_softmax",
+    "every layer's hidden states": r"output_hidden_states",
+}
+
+
+def _code_lines(text: str) -> list[str]:
+    """``text``'s lines with comments and docstrings (string statements) blanked: what the code itself names."""
+    import io
+    import tokenize
+
+    lines = text.splitlines()
+    spans = [(n.lineno, n.col_offset, n.end_lineno, n.end_col_offset) for n in ast.walk(ast.parse(text))
+             if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)]
+    spans += [(*t.start, *t.end) for t in tokenize.generate_tokens(io.StringIO(text).readline)
+              if t.type == tokenize.COMMENT]
+    for first, col, last, end in spans:
+        for n in range(first, (last or first) + 1):
+            a = col if n == first else 0
+            b = end if n == last else len(lines[n - 1])
+            lines[n - 1] = lines[n - 1][:a] + " " * (b - a) + lines[n - 1][b:]
+    return lines
+
+
+def _insides_named(rel: str, text: str) -> list[str]:
+    return [f"{rel}:{n}: {what}: {line.strip()}" for n, line in enumerate(_code_lines(text), 1)
+            for what, pattern in INSIDES.items() if re.search(pattern, line)]
+
+
+def test_only_the_model_adapter_names_a_models_insides():
+    """Scores, the lens, attribution, patching, branches and the probes ask :mod:`asc.arch` (and :mod:`asc.kvcache`)
+    for a model's layers, final norm, head, softcap, embeddings, config sizes, KV cache and log-probabilities."""
+    caught = _insides_named("example.py", '"""model.model.layers: a docstring may say it."""\n'
+                            "h = model.model.layers[0]  # so may a comment: ln_f\nnorm = model.transformer.ln_f\n"
+                            'cap = getattr(cfg, "final_logit_softcapping")\nlp = logits.log_softmax(-1)\n')
+    assert [c.split(": ")[1] for c in caught] == ["a decoder-layer attribute", "a final norm",
+                                                  "a logit softcap or scale", "a log-softmax"]
+    bad = [hit for path in _files(*PACKAGES) if _rel(path) not in ADAPTER
+           for hit in _insides_named(_rel(path), path.read_text())]
+    assert not bad, "ask the model adapter (asc.arch, asc.kvcache) instead:\n" + "\n".join(bad)
 
 
 def test_no_private_name_is_imported_across_modules():
@@ -217,11 +270,14 @@ def test_no_variable_is_assigned_and_never_read():
     assert not bad, "remove dead assignments:\n" + "\n".join(bad)
 
 
+FOLDER_TREE = ROOT / "docs" / "folders.md"  # the docs site's folder-tree page: one line per file
+
+
 def _readme_tree() -> list[str]:
-    """The paths the README's folder tree names, from its indentation (two spaces a level; a name ending in ``/``
-    opens a folder; a line indented deeper than a level below its folder continues the line above)."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Folder tree"):]
+    """The paths the folder tree of docs/folders.md names, from its indentation (two spaces a level; a name ending in
+    ``/`` opens a folder; a line indented deeper than a level below its folder continues the line above)."""
+    readme = FOLDER_TREE.read_text(encoding="utf-8")
+    section = readme[readme.index("# Folder tree"):]
     block = section[section.index("```text\n") + len("```text\n"):]
     block = block[:block.index("```")]
     folders: list[str] = []
@@ -241,14 +297,15 @@ def _readme_tree() -> list[str]:
 
 
 def test_readme_tree_lists_every_module_by_its_path():
-    """Path for path: every module of the repository appears in the README's folder tree at its place (a name
-    alone is not enough: several folders hold a ``layers.py``), and every path the tree names exists."""
+    """Path for path: every module of the repository appears in the folder tree of docs/folders.md at its place (a
+    name alone is not enough: several folders hold a ``layers.py``), and every path the tree names exists."""
     listed = _readme_tree()
     missing = [_rel(path) for path in _files("asc", "probes", "ui", "pages", "app.py", "benchmarks", "docs")
                if path.name != "__init__.py" and _rel(path) not in listed]
-    assert not missing, "add a line per file to the README's folder tree, under its folder:\n" + "\n".join(missing)
+    assert not missing, ("add a line per file to the folder tree of docs/folders.md, under its folder:\n"
+                         + "\n".join(missing))
     absent = [p for p in listed if not (list(ROOT.glob(p)) if "*" in p else (ROOT / p).exists())]
-    assert not absent, "the README's folder tree names paths that do not exist:\n" + "\n".join(absent)
+    assert not absent, "the folder tree of docs/folders.md names paths that do not exist:\n" + "\n".join(absent)
 
 
 def test_no_page_is_named_like_a_package_of_ours():
@@ -256,3 +313,71 @@ def test_no_page_is_named_like_a_package_of_ours():
     would be imported in place of the ``probes`` package by any page that runs before it is loaded."""
     clashes = [_rel(path) for path in _files("pages") if path.stem in PACKAGES]
     assert not clashes, "rename the page (its url_path in app.py keeps the address):\n" + "\n".join(clashes)
+
+
+#: The backend's facades: the packages whose ``__init__`` holds a curated, sorted ``__all__`` (``asc`` and ``probes``
+#: stand for their single modules too). The app (ui/, pages/, app.py) imports the backend from these only.
+FACADES = ("asc", "asc.why", "asc.corpus", "asc.branching", "asc.viz", "asc.study",
+           "probes", "probes.inspect", "probes.codesyntax", "probes.gluecode", "probes.blanca")
+FACADE_CONTRACT = "ui imports the backend only through its facades"  # pyproject.toml's import-linter contract
+
+
+def _covers(expression: str, module: str) -> bool:
+    """Whether import-linter's module ``expression`` (``*``: one name, ``**``: one or more) forbids ``module``: it
+    matches the module or a package above it (the contract treats modules as packages)."""
+    parts = [r"[^.]+" if p == "*" else r"[^.]+(?:\.[^.]+)*" if p == "**" else re.escape(p)
+             for p in expression.split(".")]
+    return re.fullmatch(r"\.".join(parts) + r"(?:\..+)?", module) is not None
+
+
+def test_the_facade_contract_forbids_every_module_but_the_facades():
+    """The import-linter contract's ``forbidden_modules`` cannot drift: every module of asc/ and probes/ that is not a
+    facade package (a single module such as ``asc.paths``, the command lines, a package's modules) is forbidden
+    to ui, and no facade is."""
+    import tomllib
+
+    assert _covers("asc.*.*", "asc.why.attribute") and _covers("asc.cli", "asc.cli.args")
+    assert not _covers("asc.*.*", "asc.why") and not _covers("asc.paths", "asc.pathsx")
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    contract = next(c for c in contracts if c["name"] == FACADE_CONTRACT)
+    assert contract["type"] == "forbidden" and contract["source_modules"] == ["ui"]
+    forbidden = contract["forbidden_modules"]
+    modules = [_module_name(path) for path in _files(*BACKEND)]
+    allowed = [m for m in modules if m not in FACADES and not any(_covers(e, m) for e in forbidden)]
+    assert not allowed, (f"add these modules to forbidden_modules of the contract {FACADE_CONTRACT!r} in "
+                         "pyproject.toml (or make the package a facade: FACADES):\n" + "\n".join(allowed))
+    blocked = [m for m in FACADES if any(_covers(e, m) for e in forbidden)]
+    assert not blocked, f"the contract {FACADE_CONTRACT!r} forbids facades: {blocked}"
+    assert set(FACADES) <= set(modules)
+
+
+def _sort_key(name: str) -> tuple[int, str]:
+    """isort's order of an ``__all__`` (ruff's RUF022): constants, then classes, then the rest, each alphabetical."""
+    return (0 if name.isupper() else 1 if name[0].isupper() else 2), name
+
+
+@pytest.mark.parametrize("name", FACADES)
+def test_each_facade_has_a_curated_sorted_all(name):
+    facade = importlib.import_module(name)
+    names = list(facade.__all__)
+    assert names == sorted(names, key=_sort_key), f"{name}.__all__: sort it (constants, classes, functions)"
+    assert not [n for n in names if n.startswith("_")]
+
+
+def test_the_app_imports_the_backend_through_its_facades_only():
+    """Every import of asc or probes in ui/, pages/ and app.py names a facade, and what it takes from it is in the
+    facade's ``__all__`` (not a submodule: ``from asc import paths`` is a deep import too). import-linter checks ui/
+    (the contract above); pages/ and app.py are no package, so it cannot see them: this test does, for all three."""
+    curated = {name: set(importlib.import_module(name).__all__) for name in FACADES}
+    bad = []
+    for path in _files("ui", "pages", "app.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                deep = [a.name for a in node.names if a.name.split(".")[0] in BACKEND and a.name not in FACADES]
+                bad += [f"{_rel(path)}:{node.lineno}: import {name}" for name in deep]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in BACKEND:
+                module = node.module or ""
+                names = [a.name for a in node.names if module not in FACADES or a.name not in curated[module]]
+                bad += [f"{_rel(path)}:{node.lineno}: from {module} import {name}" for name in names]
+    assert not bad, ("import the backend from its facades (" + ", ".join(FACADES) + "); a name a facade lacks goes "
+                     "into its __all__:\n" + "\n".join(bad))

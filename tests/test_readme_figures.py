@@ -1,7 +1,9 @@
-"""The README's benchmark figures are the ones `make bench` wrote to ``docs/bench/`` (``docs/render_bench.py``).
+"""The docs' benchmark figures are the ones `make bench` wrote to ``docs/bench/`` (``docs/render_bench.py``).
 
-Each quoted figure carries a marker naming its file and figure (or section); the README must equal what the render
-script makes of it from the files, so a figure typed by hand, or a file re-measured without re-rendering, fails.
+The pages are README.md and every Markdown page of the documentation site (``docs/**/*.md``, where the README's
+sections now live). Each quoted figure carries a marker naming its file and figure (or section); every page must
+equal what the render script makes of it from the files, so a figure typed by hand, or a file re-measured without
+re-rendering, fails.
 So that the check cannot pass by quoting nothing: every benchmark of the Makefile's ``bench`` target has its file
 (machine, load, date and commit on top), every file is quoted, and paragraphs that cite a benchmark hold no
 time, memory, throughput or speed-up figure without a marker, limits and targets aside.
@@ -16,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+MODELS = ROOT / "docs" / "models.md"  # the GPU report's section
 
 
 def _render_module():
@@ -30,12 +32,14 @@ def _render_module():
 render_bench = _render_module()
 from benchmarks.report import BENCH_DIR, read  # noqa: E402  (render_bench put the root on the path)
 
+PAGES = render_bench.pages(ROOT)
+
 # a figure: a number and a unit of time, memory, throughput or ratio (1.75 s, 0.56 GB, 441 tokens/s, 2.5x)
 MEASURE = re.compile(r"(?<![\w.,])(\d[\d,]*(?:\.\d+)?)(?:\s?(?:ms|s|min|minutes|seconds|GB|MB|KB|tokens/s|texts/s)\b|x\b)")
 # what a limit or a target looks like just before its number ("<= 5 s", "under 1 GB", "target 30 s")
 LIMIT = re.compile(r"(<=?|>=?|under|below|at most|up to|within|limit|target|over|above|aims? at)\W*$", re.I)
 CITES = re.compile(r"make bench|benchmarks/|bench_\w+|docs/bench/")
-BENCH_SECTIONS = ("## Whole corpora in seconds", "## Performance")
+BENCH_PAGES = (ROOT / "docs" / "corpora.md", ROOT / "docs" / "performance.md")  # every paragraph is checked there
 
 
 def _bench_targets() -> list[str]:
@@ -66,22 +70,34 @@ def _unmarked(paragraph: str) -> list[str]:
     return out
 
 
-def _differences(readme: str, bench_dir: Path = BENCH_DIR) -> str:
-    """The lines of ``readme`` whose figures differ from ``bench_dir``'s files, as a diff ('' when none)."""
+def _name(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+def _differences(readme: str, bench_dir: Path = BENCH_DIR, name: str = "README.md") -> str:
+    """The lines of ``readme`` (a page's text) whose figures differ from ``bench_dir``'s files, as a diff ('' when
+    none)."""
     import difflib
 
     rendered = render_bench.render(readme, bench_dir)
-    return "".join(difflib.unified_diff(readme.splitlines(True), rendered.splitlines(True), "README.md",
+    return "".join(difflib.unified_diff(readme.splitlines(True), rendered.splitlines(True), name,
                                         "from docs/bench", n=0))
 
 
-def test_readme_equals_its_rendering_from_docs_bench():
-    diff = _differences(README.read_text())
-    assert not diff, "README figures differ from docs/bench (run docs/render_bench.py after make bench):\n" + diff
+def test_the_pages_are_the_readme_and_the_docs_site():
+    names = [_name(p) for p in PAGES]
+    assert names[0] == "README.md" and {"docs/performance.md", "docs/corpora.md", "docs/models.md"} <= set(names)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_name)
+def test_page_equals_its_rendering_from_docs_bench(page):
+    diff = _differences(page.read_text(encoding="utf-8"), name=_name(page))
+    hint = "run docs/render_bench.py after make bench"
+    assert not diff, f"{_name(page)}: figures differ from docs/bench ({hint}):\n{diff}"
 
 
 def _demo_bench(folder: Path) -> str:
-    """A docs/bench folder with one file (figure ``a_s``, section ``table``) and a README quoting it."""
+    """A docs/bench folder with one file (figure ``a_s``, section ``table``) and a page quoting it."""
     from benchmarks.report import Report
 
     report = Report("demo", "a demo", out=folder / "demo.txt")
@@ -119,20 +135,20 @@ def test_every_benchmark_writes_its_file_with_machine_date_and_commit(bench):
         assert value in body, f"docs/bench/{bench}.txt: figure {name} = {value} is not in its printed lines"
 
 
-def test_every_file_is_quoted_and_the_readme_quotes_enough():
-    quoted = render_bench.quoted(README.read_text())
+def test_every_file_is_quoted_and_the_pages_quote_enough():
+    quoted = set().union(*(render_bench.quoted(p.read_text(encoding="utf-8")) for p in PAGES))
     files = {p.stem for p in BENCH_DIR.glob("*.txt")}
     assert files >= set(_bench_targets())
-    assert not files - {f for f, _ in quoted}, f"files the README never quotes: {sorted(files - {f for f, _ in quoted})}"
+    assert not files - {f for f, _ in quoted}, f"files no page quotes: {sorted(files - {f for f, _ in quoted})}"
     assert len(quoted) >= 30
 
 
 def test_paragraphs_citing_a_benchmark_mark_every_figure():
-    readme = README.read_text()
-    sections = [readme[readme.index(h):] for h in BENCH_SECTIONS]
-    scoped = [s[: s.index("\n## ", 1)] if "\n## " in s[1:] else s for s in sections]
-    paragraphs = [p for p in _paragraphs(readme) if CITES.search(p)] + [p for s in scoped for p in _paragraphs(s)]
-    bad = [f"{figures}: {p.strip()[:160]}..." for p in paragraphs if (figures := _unmarked(p))]
+    texts = {page: page.read_text(encoding="utf-8") for page in PAGES}
+    assert set(BENCH_PAGES) <= set(texts)
+    paragraphs = [(page, p) for page, text in texts.items() for p in _paragraphs(text)
+                  if CITES.search(p) or page in BENCH_PAGES]
+    bad = [f"{_name(page)}: {figures}: {p.strip()[:160]}..." for page, p in paragraphs if (figures := _unmarked(p))]
     assert not bad, "mark these figures with <!--bench:FILE/NAME--> (or remove them):\n" + "\n".join(bad)
 
 
@@ -181,26 +197,26 @@ GPU_NUMBER = re.compile(r"(?<![\w.-])\d[\d,]*(?:\.\d+)?(?:e[-+]\d+)?(?=x\b|[\s;,
 
 
 def _gpu_table(readme: str) -> list[str]:
-    """The measured column of the README's GPU table (the rows after '**Measured**' in '### GPU report')."""
-    section = readme[readme.index("### GPU report"):readme.index("## Reproduction: Table I")]
+    """The measured column of the GPU table of docs/models.md (the rows after '**Measured**' in '## GPU report')."""
+    section = readme[readme.index("\n## GPU report"):]
     rows = section[section.index("**Measured**"):].split("\n\n")[1].splitlines()[2:]
     return [row.split(" | ")[1] for row in rows]
 
 
 def _gpu_missing(readme: str, report: str) -> list[str]:
-    """The numbers of the README's GPU table that docs/gpu-report.md does not print."""
+    """The numbers of the GPU table of docs/models.md that docs/gpu-report.md does not print."""
     numbers = [n for cell in _gpu_table(readme) for n in GPU_NUMBER.findall(cell)]
     assert len(numbers) >= 20, numbers
     return [n for n in numbers if not re.search(rf"(?<![\d.,]){re.escape(n)}(?![\d])", report)]
 
 
 def test_the_gpu_table_quotes_the_committed_gpu_report():
-    """The GPU report is made on a lent machine, not by `make bench`: each number of the README's GPU table must be
-    one the committed docs/gpu-report.md prints, and the README names the report's commit and date."""
+    """The GPU report is made on a lent machine, not by `make bench`: each number of the GPU table of docs/models.md
+    must be one the committed docs/gpu-report.md prints, and the page names the report's commit and date."""
     report = (ROOT / "docs" / "gpu-report.md").read_text(encoding="utf-8")
-    readme = README.read_text(encoding="utf-8")
+    readme = MODELS.read_text(encoding="utf-8")
     assert len(_gpu_table(readme)) >= 8
-    assert not _gpu_missing(readme, report), "README GPU figures not in docs/gpu-report.md"
+    assert not _gpu_missing(readme, report), "docs/models.md: GPU figures not in docs/gpu-report.md"
     commit = re.search(r"^- commit: (\w+)", report, re.M)
     date = re.search(r"^- date: (\S+ \S+)", report, re.M)
     assert commit and date and commit[1] in readme and date[1] in readme
@@ -208,7 +224,7 @@ def test_the_gpu_table_quotes_the_committed_gpu_report():
 
 def test_the_gpu_check_catches_a_number_typed_by_hand():
     report = (ROOT / "docs" / "gpu-report.md").read_text(encoding="utf-8")
-    readme = README.read_text(encoding="utf-8")
+    readme = MODELS.read_text(encoding="utf-8")
     first = _gpu_table(readme)[0]
     quoted = GPU_NUMBER.findall(first)[0]  # the first figure the table quotes, one more in its last digit
     typed = quoted[:-1] + str((int(quoted[-1]) + 1) % 10)

@@ -26,7 +26,7 @@ from asc.concepts import category_label
 from asc.display import show
 from asc.errors import InputError
 from asc.explain import Explanation
-from asc.generate import Completion
+from asc.generate import Completion, Decoding
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,18 +87,19 @@ def _node(id_: int, parent: int | None, comp: Completion, ex: Explanation, br: B
 
 @dataclass(frozen=True)
 class BranchTree:
-    """The trunk and its branches (module doc); ``settings`` are the trunk's decoding settings (JSON-ready)."""
+    """The trunk and its branches (module doc); ``settings`` are the trunk's decoding settings (branches continue
+    with them)."""
 
     nodes: tuple[BranchNode, ...]
-    settings: dict = field(default_factory=dict)
+    settings: Decoding = field(default_factory=Decoding)
 
     @classmethod
-    def start(cls, trunk: Completion, explanation: Explanation, settings: dict | None = None) -> BranchTree:
+    def start(cls, trunk: Completion, explanation: Explanation, settings: Decoding | None = None) -> BranchTree:
         """A tree holding only the trunk."""
         if explanation.scores.n_tokens != len(trunk.ids):
             raise InputError(f"the explanation has {explanation.scores.n_tokens} tokens, the trunk {len(trunk.ids)}: "
                              "explain the trunk's own completion")
-        return cls(nodes=(_node(0, None, trunk, explanation, None),), settings=dict(settings or {}))
+        return cls(nodes=(_node(0, None, trunk, explanation, None),), settings=settings or Decoding())
 
     @property
     def trunk(self) -> BranchNode:
@@ -135,7 +136,7 @@ class BranchTree:
         trunk = self.trunk
         return {"prompt": trunk.completion.prompt, "model": dict(trunk.explanation.model),
                 "aggregate": trunk.explanation.aggregate, "language": trunk.explanation.tree.language,
-                "settings": dict(self.settings), "branches": [n.to_dict(self.replaced_text(n.id)) for n in self.nodes]}
+                "settings": self.settings.to_dict(), "branches": [n.to_dict(self.replaced_text(n.id)) for n in self.nodes]}
 
     def replaced_text(self, id_: int) -> str | None:
         """The parent's token that node ``id_``'s forced token replaced (None: the trunk, or past the parent's end)."""

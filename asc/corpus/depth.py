@@ -1,6 +1,6 @@
-"""Per-layer AsC-Eval in corpus runs (``python -m asc eval ... --layers``): the ``layers/`` table and its summary.
+"""Per-layer AsC-Eval in corpus runs (``python -m asc eval ... --per-layer``): the ``layers/`` table and its summary.
 
-A run made with ``--layers`` scores each snippet with the logit lens (:mod:`asc.lens`; the output layer gives the
+A run made with ``--per-layer`` scores each snippet with the logit lens (:mod:`asc.lens`; the output layer gives the
 four usual tables, unchanged) and writes a fifth table, a folder of Parquet parts numbered like the others and
 written before the chunk's ``snippets`` part (so a finished chunk always has it):
 
@@ -84,7 +84,7 @@ def write_layers(out: Path, part: int, rows: Sequence[pd.DataFrame] | bytes) -> 
 
 
 def has_layers(path: str | Path) -> bool:
-    """Whether the run folder was made with ``--layers`` (its settings say so)."""
+    """Whether the run folder was made with ``--per-layer`` (its settings say so)."""
     from asc.corpus.folder import read_run_meta
 
     try:
@@ -94,7 +94,7 @@ def has_layers(path: str | Path) -> bool:
 
 
 def layer_summary(path: str | Path, label: str | None = None) -> pd.DataFrame:
-    """Per category (and :data:`~asc.concepts.GLOBAL`, every categorized node) and layer of a ``--layers`` run:
+    """Per category (and :data:`~asc.concepts.GLOBAL`, every categorized node) and layer of a ``--per-layer`` run:
     ``model, category, layer, depth, value`` (median node value), ``n`` (nodes). Finished chunks only."""
     import pandas as pd
 
@@ -103,7 +103,7 @@ def layer_summary(path: str | Path, label: str | None = None) -> pd.DataFrame:
     path = Path(path)
     meta = read_run_meta(path)
     if not meta.settings.per_layer:
-        raise CorpusError(f"{path} was evaluated without --layers: run `python -m asc eval ... --layers` into a new "
+        raise CorpusError(f"{path} was evaluated without --per-layer: run `python -m asc eval ... --per-layer` into a new "
                           "folder to see values per layer")
     done = sorted((path / "snippets").glob("part-*.parquet"))
     frames, nodes = [], []

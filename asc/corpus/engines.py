@@ -13,7 +13,7 @@ interrupted run resumes under either engine, skipping the snippets either wrote.
 Ray is imported only when a run starts (``import asc`` does not import it). ``address`` None (or ``local``)
 starts a local Ray instance on this machine (and shuts it down after) without looking for a running one;
 ``HOST:PORT`` (the head's GCS port, 6379 by default) or ``ray://HOST:10001`` joins that cluster, and ``auto``
-the cluster Ray finds on this machine (see README, "Running on a Ray cluster"). Every node needs this repository
+the cluster Ray finds on this machine (see docs/ray.md, "Running on a Ray cluster"). Every node needs this repository
 importable (the same checkout, or ``pip install`` of it) and the model weights.
 
 **Joining a cluster** (:func:`resolve_address`, :func:`probe_address`, before the run folder is touched): ``auto``
@@ -76,7 +76,7 @@ def check_shared_address(address: str) -> None:
     """CorpusError for ``auto`` or ``local`` on a shared server: ``auto`` joins the cluster named by a file any local
     user can write, and ``local`` starts a Ray whose temporary folder (``/tmp/ray``) another user can make first.
     (An explicit address is trusted: a Ray cluster trusts whoever reaches its ports, so run it where other users
-    cannot take them; README, "Sharing the app".)"""
+    cannot take them; docs/sharing.md, "Sharing the app".)"""
     if address.strip().lower() == "auto":
         raise CorpusError("ASC_RAY_ADDRESS=auto is refused on a shared server: Ray would join the cluster named in "
                           "<tmp>/ray/ray_current_cluster, a file every user of this machine can write. Set "

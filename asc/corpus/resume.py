@@ -5,7 +5,7 @@
 * :func:`corpus_identity`: the planned snippets' ids and the sha256 of their sources, and a digest over
   them (``corpus.json``; meta.json keeps the digest);
 * :func:`settings_differences` and :func:`check_corpus`: a folder is resumed only with the same format,
-  model (its dtype included, but on any device), aggregate, alignment options, max_window, ``--layers`` and
+  model (its dtype included, but on any device), aggregate, alignment options, max_window, ``--per-layer`` and
   ``--forks`` (with its thresholds), and a plan that still holds every done snippet unchanged; otherwise a :class:`asc.errors.CorpusError` says what differs and
   names the fix (``--dtype X`` to continue, or another ``--out``);
 * :func:`writer_lock`: an exclusive ``flock`` on ``<folder>/.lock`` taken with timeout 0 (a second
@@ -54,7 +54,7 @@ def settings_differences(old: Any, new: Mapping[str, Any]) -> list[str]:
     The model's ``device`` is not compared: a folder started on one device (``cuda:0``, ``cpu``, ``auto-map``)
     may be resumed on another in the same dtype, because a model gives the same values on any device up to
     floating-point rounding (different kernels sum in different orders; far below the bfloat16/float32
-    tolerances in the README). Its ``dtype`` must match: a difference names the fix (``--dtype X`` to
+    tolerances in docs/models.md). Its ``dtype`` must match: a difference names the fix (``--dtype X`` to
     continue, or a new ``--out`` folder). A description without a dtype comes from before dtypes were
     recorded, when every run was float32."""
     old = old if isinstance(old, dict) else {}

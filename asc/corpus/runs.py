@@ -16,7 +16,7 @@ folder of Parquet parts that ``pandas.read_parquet(folder)`` reads whole:
                name, value, n_nodes. Absent concepts have no row (missing, not 0).
 ``digest/``    per part, the categorized node values every corpus summary reads (:mod:`asc.corpus.digest`).
 
-Runs made with ``--layers`` or ``--forks`` hold more: :mod:`asc.corpus.depth`, :mod:`asc.corpus.forks`.
+Runs made with ``--per-layer`` or ``--forks`` hold more: :mod:`asc.corpus.depth`, :mod:`asc.corpus.forks`.
 
 Snippets are processed in chunks (one batched scoring call each); each chunk is written as part
 ``NNNNN`` of every table and its digest, the ``snippets`` part last and every file atomically, so an interrupted run

@@ -15,7 +15,7 @@
 Everything is computed from fine histograms of the node values (:mod:`asc.corpus.bootstrap`): every median
 here is within **0.5e-4** of the exact one (the point medians follow ``numpy.median``: the mean of the two
 middle values), means and counts are exact. The bootstrap is ``"snippet"`` (resample snippets, the default:
-nodes of one snippet are not independent) or ``"node"`` (the paper's Table I); see the README.
+nodes of one snippet are not independent) or ``"node"`` (the paper's Table I); see docs/corpora.md.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from asc.study.definition import (
     load_study,
     parse_study,
 )
+from asc.study.figure import rating_bars
 from asc.study.frozen import (
     FrozenSample,
     FrozenStudy,
@@ -32,6 +33,6 @@ from asc.study.tables import AGREEMENT_LEVELS, agreement_table, rating_counts
 __all__ = [
     "AGREEMENT_LEVELS", "LIKERT_LABELS", "STUDY_VIEWS", "FrozenSample", "FrozenStudy", "Group", "ParticipantState",
     "Question", "Sample", "StudyDefinition", "StudyStore", "agreement_table", "default_url", "frozen_explanation",
-    "frozen_path", "load_frozen", "load_study", "normalize_code", "parse_study", "prepare_study", "rating_counts",
-    "save_frozen",
+    "frozen_path", "load_frozen", "load_study", "normalize_code", "parse_study", "prepare_study", "rating_bars",
+    "rating_counts", "save_frozen",
 ]

@@ -1,4 +1,4 @@
-"""Pure figures of AsC-Eval per layer over a corpus: runs made with ``--layers`` (tables from
+"""Pure figures of AsC-Eval per layer over a corpus: runs made with ``--per-layer`` (tables from
 :func:`asc.corpus.depth.layer_summary`).
 
 * :func:`layer_heatmap`: one model's category x layer medians on the shared red-yellow-blue 0-1 scale, each

@@ -2,7 +2,7 @@
 ``attribution/`` table from its snippets, resumably.
 
 Why a command on a finished run rather than an ``eval`` option: the attribution reads nothing but the run's
-snippets and settings, so it works on runs already made (the README's HumanEval runs) without scoring them again;
+snippets and settings, so it works on runs already made (docs/repro-attribution.md's runs) without scoring them again;
 ``eval``'s settings, which decide whether a run folder may be resumed, stay as they are; and it costs about ``k``
 gradient passes per snippet, an order of magnitude more than ``eval``'s one forward pass, which a user should
 choose on its own. It holds the run's writer lock (:func:`asc.corpus.resume.writer_lock`), so it never runs beside

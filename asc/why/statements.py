@@ -41,7 +41,7 @@ or when one is constant).
 
 Known answers (``tests/asc/why/test_known_answers.py``): on six small functions whose target is a name (or a
 literal) defined once above, the statement occlusion ranks first (the target's line apart) is the defining one,
-with a positive value, on five; gradient x input and integrated gradients do not (the README's method notes
+with a positive value, on five; gradient x input and integrated gradients do not (the method notes of docs/why.md
 give the counts).
 """
 

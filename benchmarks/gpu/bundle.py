@@ -13,7 +13,7 @@ command. This script fills ``.gpu/`` with:
   in every larger vocabulary). Gemma's own tokenizer (33 MB) would not fit beside the wheels;
 - ``stamp.json``: the commit, whether the tree had uncommitted changes, and the date, which the report prints.
 
-Run ``benchmarks/gpu/run.sh`` there with ``.gpu`` carried (README, "GPU report").
+Run ``benchmarks/gpu/run.sh`` there with ``.gpu`` carried (docs/models.md, "GPU report").
 
 ``--table2`` (``make gpu-table2-bundle``) prepares glueCode's Table 2 instead (:mod:`benchmarks.gpu.table2`): the
 wheels it needs there (transformers, tokenizers, gguf) unpacked into one xz-compressed tar (what ``pip install

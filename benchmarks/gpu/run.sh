@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU report in one command (README, "GPU report"). On the GPU machine, from the repository root, with the
+# The GPU report in one command (docs/models.md, "GPU report"). On the GPU machine, from the repository root, with the
 # folder .gpu/ that `make gpu-bundle` fills carried along:
 #     benchmarks/gpu/run.sh            -> $OUT/gpu-report.md and $OUT/gpu-report.json (default OUT: gpu-report/)
 # Here, on the CPU with tiny sizes (`make gpu-report-dry`, part of `make test`):

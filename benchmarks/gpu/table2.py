@@ -1,7 +1,7 @@
 """glueCode's Table 2 on the GPU machine, over as many commands of at most 10 minutes as it takes (issue 31).
 
 Table 2: the stdlib task set at 1,000 items per task, its test split, both embedded models with their real weights,
-the three context levels, the 2,048-token window (README, "glueCode for Python"). ``make gpu-table2-bundle`` cuts
+the three context levels, the 2,048-token window (docs/gluecode.md). ``make gpu-table2-bundle`` cuts
 what the GPU machine lacks (three wheels' packages, the test items, the GGUF files: 344 MiB for both models, 103 MiB
 for SmolLM2 alone, ``MODELS=...``) into parts of 55 MiB, ``.gpu-part1/`` ... (:mod:`benchmarks.gpu.parts`), and each
 command carries one. ``benchmarks/gpu/table2.sh`` runs this script there; each command:
@@ -401,7 +401,7 @@ def main(argv: list[str] | None = None, clock: Callable[[], float] = time.time) 
         status["next"] = "run again (carry .gpu-table2 if the machine was given back: then every part is needed again)"
     else:
         status["next"] = (f"done: every prediction of {', '.join(m for m, _ in models)}; keep {RESULTS} in .gpu-table2/ "
-                          "and extract it into the run folder here (README, 'GPU report')")
+                          "and extract it into the run folder here (docs/models.md, 'GPU report')")
     status["seconds"] = clock() - args.started
     (args.out / "table2-status.json").write_text(json.dumps(status, indent=1))
     text = status_text(status)

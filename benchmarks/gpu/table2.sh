@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# glueCode's Table 2 on the GPU machine, one command of at most 10 minutes at a time (README, "GPU report"). Here:
+# glueCode's Table 2 on the GPU machine, one command of at most 10 minutes at a time (docs/models.md, GPU report). Here:
 #     make gpu-table2-bundle          -> .gpu-part1/ ... .gpu-partN/ (ignored): wheels, test items, the two GGUFs
 # There, from the repository root, carrying one part per command (and .gpu-table2/ after a machine was given back):
 #     benchmarks/gpu/table2.sh        -> $OUT/table2-status.md (what is held, done, left, next), table2-results.tar.gz

@@ -27,8 +27,16 @@ from probes.blanca.faq import (
     linked_items,
     rank_items,
 )
+from probes.blanca.figures import (
+    distance_distributions,
+    question_answers,
+    ranked_answers_figure,
+    regression_plot,
+    summary_bars,
+)
 from probes.blanca.finetune import FinetuneResult, default_finetune_name, finetune, training_pairs
 from probes.blanca.items import (
+    BLANCA_TASK_TITLES,
     BLANCA_TASKS,
     BlancaItem,
     PairItem,
@@ -49,15 +57,27 @@ from probes.blanca.metrics import (
     reciprocal_rank,
     t_test,
 )
-from probes.blanca.runs import blanca_job, finetune_task_set, load_scores, run_blanca
+from probes.blanca.runs import (
+    blanca_job,
+    finetune_task_set,
+    finetuned_labels,
+    load_scores,
+    run_blanca,
+    score_folder,
+    target_kinds,
+)
 from probes.blanca.usage import UsageIndex, extract_usage, scan_usage, usage_items, usage_similarity
 
-__all__ = ["BLANCA_TASKS", "BlancaItem", "BlancaTaskSet", "ClassCatalog", "ClassDoc", "Correlation",
-           "EmbeddingSettings", "FaqQuestion", "FinetuneResult", "Interval", "PAPER_BLANCA", "PairItem", "RankItem",
-           "RankingSummary", "SCORE_COLUMNS", "SUMMARY_COLUMNS", "ScoredPairItem", "TTest", "UsageIndex",
-           "blanca_job", "blanca_set_name", "blanca_table", "bootstrap_interval", "build_task_set", "class_distance",
-           "cosine_distance", "default_finetune_name", "doc_sections", "embed_texts", "embedding_settings",
-           "extract_usage", "faq_questions", "finetune", "finetune_task_set", "forum_class_items", "hierarchy_items",
-           "library_entries", "linked_items", "load_items", "load_scores", "load_task_set", "ndcg", "parse_tasks",
-           "pearson", "rank_items", "ranking_summary", "reciprocal_rank", "run_blanca", "save_items", "scan_classes",
-           "scan_usage", "score_task", "summarize", "t_test", "training_pairs", "usage_items", "usage_similarity"]
+__all__ = [
+    "BLANCA_TASKS", "BLANCA_TASK_TITLES", "PAPER_BLANCA", "SCORE_COLUMNS", "SUMMARY_COLUMNS",
+    "BlancaItem", "BlancaTaskSet", "ClassCatalog", "ClassDoc", "Correlation", "EmbeddingSettings", "FaqQuestion",
+    "FinetuneResult", "Interval", "PairItem", "RankItem", "RankingSummary", "ScoredPairItem", "TTest", "UsageIndex",
+    "blanca_job", "blanca_set_name", "blanca_table", "bootstrap_interval", "build_task_set", "class_distance",
+    "cosine_distance", "default_finetune_name", "distance_distributions", "doc_sections", "embed_texts",
+    "embedding_settings", "extract_usage", "faq_questions", "finetune", "finetune_task_set", "finetuned_labels",
+    "forum_class_items", "hierarchy_items", "library_entries", "linked_items", "load_items", "load_scores",
+    "load_task_set", "ndcg", "parse_tasks", "pearson", "question_answers", "rank_items", "ranked_answers_figure",
+    "ranking_summary", "reciprocal_rank", "regression_plot", "run_blanca", "save_items", "scan_classes", "scan_usage",
+    "score_folder", "score_task", "summarize", "summary_bars", "t_test", "target_kinds", "training_pairs",
+    "usage_items", "usage_similarity",
+]

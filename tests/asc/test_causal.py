@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from asc import load_categories, load_run
-from asc.__main__ import build_parser, main
 from asc.causal import (
     CONFOUNDERS,
     MIN_REFUTE_SAMPLE,
@@ -24,6 +23,7 @@ from asc.causal import (
     snippet_table,
     treatments_of,
 )
+from asc.cli import build_parser, main
 from asc.concepts import GLOBAL
 from asc.corpus.runs import RunData
 from asc.errors import InputError
@@ -299,7 +299,7 @@ def test_the_scatter_offers_estimated_treatments_or_else_every_one():
 
 
 def test_the_cli_prints_table_ii_as_the_page_shows_it(tiny_run, tmp_path, capsys):
-    from asc.__main__ import main
+    from asc.cli import main
     from asc.viz.causal import table2_views
 
     assert main(["causal", str(tiny_run), "--out", str(tmp_path / "t.csv"), "--simulations", "10", "--quiet"]) == 0

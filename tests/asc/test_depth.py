@@ -1,5 +1,5 @@
 """AsC-Eval per layer (asc.depth): the last layer equals explain(), layer values aggregate the lens like the output,
-crossings read the category curves, the JSON block is complete; ``python -m asc explain --layers --json``."""
+crossings read the category curves, the JSON block is complete; ``python -m asc explain --per-layer --json``."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_the_confidence_line_is_one_constant():
     asc.concepts.CONFIDENCE_LINE (the 0.6 line was a literal in each)."""
     import inspect
 
-    from asc.__main__ import build_parser
+    from asc.cli import build_parser
     from asc.concepts import CONFIDENCE_LINE
     from asc.corpus.depth import crossing_table
 
@@ -89,16 +89,19 @@ def test_json_block_has_every_layer(tiny):
 
 
 def test_cli_explain_layers_json(tiny, tmp_path, capsys):
-    from asc.__main__ import main
+    """``explain --per-layer``; its old spelling ``--per-layer`` does the same and, once done, says the new one once."""
+    from asc.cli import main
 
     path = tmp_path / "s.py"
     path.write_text(SOURCE)
-    assert main(["explain", str(path), "--model", "tiny-random", "--layers", "--json"]) == 0
-    payload = json.loads(capsys.readouterr().out)
-    assert payload["layers"]["n_layers"] == 3 and "tokens" in payload
-    assert main(["explain", str(path), "--model", "tiny-random", "--layers"]) == 0
-    out = capsys.readouterr().out
-    assert "per layer (logit lens; layer 0 = embeddings, 2 = output)" in out and "Iteration" in out
+    assert main(["explain", str(path), "--model", "tiny-random", "--per-layer", "--json"]) == 0
+    captured = capsys.readouterr()
+    payload = json.loads(captured.out)
+    assert payload["layers"]["n_layers"] == 3 and "tokens" in payload and captured.err == ""
+    assert main(["explain", str(path), "--model", "tiny-random", "--layers", "--layers"]) == 0
+    captured = capsys.readouterr()
+    assert "per layer (logit lens; layer 0 = embeddings, 2 = output)" in captured.out and "Iteration" in captured.out
+    assert captured.err == "note: `--layers` is now `--per-layer` (the old name still works)\n"
 
 
 def test_a_layer_as_an_explanation_draws_that_layers_values(tiny):

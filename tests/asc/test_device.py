@@ -144,7 +144,7 @@ def test_cuda_resolve_and_free_memory():
 
 # ---------------------------------------------------------------------------------------------- half precision
 
-# Tolerances of bfloat16 against float32 on the CPU (README, "Half precision"). SmolLM2 on 8 HumanEval
+# Tolerances of bfloat16 against float32 on the CPU (docs/models.md, "Half precision"). SmolLM2 on 8 HumanEval
 # functions (1190 predicted tokens) measured max / mean absolute differences of 0.090 / 0.0068 per token
 # probability, 0.090 / 0.0089 per node value and 0.026 / 0.0094 per category value; the bounds keep a margin.
 PROB_ATOL, NODE_ATOL, CATEGORY_ATOL = 0.15, 0.15, 0.05

@@ -15,16 +15,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from asc.__main__ import build_parser as asc_parser
-from asc.__main__ import main as asc_main
 from asc.causal import MAX_SIMULATIONS
+from asc.cli import build_parser as asc_parser
+from asc.cli import main as asc_main
 from asc.corpus.bootstrap import MAX_N_BOOT
 from asc.corpus.runs import run_corpus
 from asc.why.attribute import AUTO_MAX_STEPS
 from asc.why.corpus import MAX_K
-from probes.__main__ import MAX_EPOCHS, MAX_TOP_K
-from probes.__main__ import build_parser as probes_parser
-from probes.__main__ import main as probes_main
+from probes.cli import build_parser as probes_parser
+from probes.cli import main as probes_main
+from probes.cli.attention import MAX_TOP_K
+from probes.cli.blanca import MAX_EPOCHS
 from tests.helpers import run_module
 
 pytestmark = pytest.mark.slow  # subprocesses: a second or more each (make test runs them)

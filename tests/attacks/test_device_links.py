@@ -83,7 +83,7 @@ def test_a_spec_naming_a_device_or_a_fifo_is_refused_without_opening_it(planted,
 
 @pytest.mark.parametrize("path", ["/dev/zero", "/dev/null", "code/pipe.py", "code/null.py"])
 def test_the_command_lines_reader_says_what_a_device_is_without_opening_it(planted, opened, path):
-    from asc.cli import read_source
+    from asc.cli.args import read_source
 
     root, _ = planted
     target = path if path.startswith("/") else str(root / path)

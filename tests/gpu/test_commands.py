@@ -1,5 +1,5 @@
 """Every command on ``--device cuda`` (``pytest -m gpu``, which the GPU report runs): explain, eval (with the lens),
-branch, probes layers, attention, gluecode and blanca. The same commands run on the CPU here, so their arguments
+branch, probes inspect, attention, gluecode and blanca. The same commands run on the CPU here, so their arguments
 cannot rot while no GPU is there; other tests check the commands' results in detail."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from asc.__main__ import main as asc_main
-from probes.__main__ import main as probes_main
+from asc.cli import main as asc_main
+from probes.cli import main as probes_main
 from tests.helpers import ATTENTION_CODES, toy_task
 from tests.probes.blanca.conftest import small_items
 
@@ -36,7 +36,7 @@ def test_asc_commands(device: str, tmp_path: Path, capsys):
                      *model_args(device)]) == 0
     assert json.loads(capsys.readouterr().out)
     out = tmp_path / "run"
-    assert asc_main(["eval", "--corpus", "humaneval", "--limit", "3", "--out", str(out), "--layers", "--quiet",
+    assert asc_main(["eval", "--corpus", "humaneval", "--limit", "3", "--out", str(out), "--per-layer", "--quiet",
                      "--n-boot", "50", *model_args(device)]) == 0
     assert (out / "layers").is_dir() and "humaneval" in capsys.readouterr().out
 
@@ -45,7 +45,7 @@ def test_asc_commands(device: str, tmp_path: Path, capsys):
 def test_probes_commands(device: str, tmp_path: Path, capsys):
     tsv = tmp_path / "toy.tsv"
     toy_task().to_tsv(tsv)
-    assert probes_main(["layers", "--task-file", str(tsv), "--out", str(tmp_path / "l"), "--quiet",
+    assert probes_main(["inspect", "--task-file", str(tsv), "--out", str(tmp_path / "l"), "--quiet",
                         *model_args(device)]) == 0
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("\n".join(json.dumps({"code": c}) for c in ATTENTION_CODES))

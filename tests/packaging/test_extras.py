@@ -123,7 +123,7 @@ def _blocked(monkeypatch, *modules: str) -> None:
 
 
 def test_ray_runs_without_ray_name_the_ray_extra(monkeypatch, tmp_path, capsys):
-    from asc.__main__ import main
+    from asc.cli import main
 
     _blocked(monkeypatch, "ray")
     (tmp_path / "a.py").write_text(SRC)
@@ -173,8 +173,8 @@ import json, sys
 for name in json.loads(sys.argv[1]):
     sys.modules[name] = None  # what a core-only install lacks
 import asc
-from asc.__main__ import main
-from probes.__main__ import main as probes_main
+from asc.cli import main
+from probes.cli import main as probes_main
 code = main(sys.argv[2:])
 try:
     probes_main(["layers", "--help"])

@@ -17,7 +17,7 @@ def test_layers_page_without_results_says_how_to_get_them(monkeypatch, tmp_path)
     at = AppTest.from_file(LAYERS_PAGE, default_timeout=120)
     at.run()
     assert not at.exception
-    assert any("python -m probes layers" in i.value for i in at.info)
+    assert any("python -m probes inspect" in i.value for i in at.info)
     assert at.multiselect(key="lp_models").value == ["tiny-random", "minilm-l6"]
 
 

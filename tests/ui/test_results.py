@@ -6,8 +6,8 @@ import json
 import pytest
 
 from asc import explain
-from asc.generate import complete
-from ui.results import Decoding, InspectorResult
+from asc.generate import Decoding, complete
+from ui.results import InspectorResult
 from ui.widgets import Settings
 
 
@@ -25,6 +25,7 @@ def test_explain_has_no_prompt_and_complete_knows_where_and_why_it_stopped(tiny)
     done = InspectorResult(explain(tiny, comp.text), "tiny-random", _settings(), comp, Decoding(8, 0.0, 0.95, 0))
     assert done.n_prompt == comp.n_prompt > 0 and done.stop == comp.stop_reason
     assert json.loads(json.dumps(done.decoding.to_dict())) == {"max_new_tokens": 8, "temperature": 0.0,
-                                                               "top_p": 0.95, "seed": 0}
+                                                               "top_p": 0.95, "seed": 0, "language": "python",
+                                                               "stop_at_function_end": True}
     with pytest.raises(dataclasses.FrozenInstanceError):
         done.model = "other"  # type: ignore[misc]

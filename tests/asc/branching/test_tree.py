@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from asc.branching.branches import Branch, BranchSettings, mean_value
+from asc.branching.branches import Branch, mean_value
 from asc.branching.tree import BranchTree, category_frame, diff_frame
 from asc.branching.treediff import ast_diff
 from asc.errors import InputError
 from asc.explain import explain
-from asc.generate import Completion
+from asc.generate import Completion, Decoding
 
 PROMPT = "def f(x):\n"
 A = PROMPT + "    y = x + 1\n    return y\n"
@@ -33,7 +33,7 @@ def branch_of(ex, at, parent_ex, rank=2):
     s = ex.scores
     return Branch(prompt=ex.source[: int(s.start[at])], fork_index=at, forced_ids=s.ids[at:at + 1],
                   forced_text=s.text[at], forced_rank=rank, forced_prob=0.25, replaced_id=int(parent_ex.scores.ids[at]),
-                  completion=completion_of(ex, at), settings=BranchSettings())
+                  completion=completion_of(ex, at), settings=Decoding())
 
 
 def first_difference(a, b):
@@ -51,7 +51,7 @@ def explained(tiny):
 def tree(explained):
     a, b, broken = explained["a"], explained["b"], explained["broken"]
     n_prompt = int(np.searchsorted(a.scores.start, len(PROMPT)))
-    t = BranchTree.start(completion_of(a, n_prompt), a, {"temperature": 0.0, "top_p": 1.0, "seed": 0})
+    t = BranchTree.start(completion_of(a, n_prompt), a, Decoding(temperature=0.0, top_p=1.0, seed=0))
     t = t.add(0, branch_of(b, first_difference(a, b), a), b)
     return t.add(1, branch_of(broken, first_difference(b, broken), b, rank=0), broken)
 

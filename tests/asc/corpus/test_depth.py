@@ -68,7 +68,7 @@ def test_settings_keep_layers_apart(layered, tiny, snippets, tmp_path):
     plain = tmp_path / "plain"
     run_corpus(tiny, snippets[:2], plain, corpus="humaneval", progress=False)
     assert not load_run(plain).meta.settings.per_layer and not has_layers(plain)
-    with pytest.raises(CorpusError, match="without --layers: run `python -m asc eval ... --layers`"):
+    with pytest.raises(CorpusError, match="without --per-layer: run `python -m asc eval ... --per-layer`"):
         layer_summary(plain)
 
 

@@ -1,7 +1,7 @@
 """The run folder's owner: typed meta.json, the table registry, and a folder written by an earlier version.
 
 ``data/run-format2`` was written by commit 88719fe (before :mod:`asc.corpus.folder`) with the tiny model: 3
-snippets in 2 chunks, ``--layers``, ``--forks`` and an ``attribution/`` table. Every reader must still open it.
+snippets in 2 chunks, ``--layers`` (now --per-layer), ``--forks`` and an ``attribution/`` table. Every reader must still open it.
 """
 
 from __future__ import annotations

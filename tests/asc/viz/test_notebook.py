@@ -13,14 +13,14 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from asc.branching.branches import Branch, BranchSettings
+from asc.branching.branches import Branch
 from asc.branching.tree import BranchNode, BranchTree
 from asc.concepts import CONFIDENCE_LINE
 from asc.depth import LayerExplanation, explain_layers
 from asc.display import show, views_of
 from asc.errors import AscError
 from asc.explain import Explanation, explain
-from asc.generate import Completion, complete
+from asc.generate import Completion, Decoding, complete
 from asc.viz import category_strip, value_color
 from asc.viz.snippet import sequence_html, tree_figure
 
@@ -117,7 +117,7 @@ def _branch_tree(tiny) -> tuple[BranchTree, Branch]:
     comp = Completion(prompt=other[:int(b.start[at])], text=other, ids=b.ids, start=b.start, end=b.end,
                       special=b.special, n_prompt=at, stop_reason="function_end")
     br = Branch(prompt=comp.prompt, fork_index=at, forced_ids=b.ids[at:at + 1], forced_text=b.text[at], forced_rank=2,
-                forced_prob=0.25, replaced_id=int(s.ids[at]), completion=comp, settings=BranchSettings())
+                forced_prob=0.25, replaced_id=int(s.ids[at]), completion=comp, settings=Decoding())
     return BranchTree.start(trunk, trunk_ex).add(0, br, b_ex), br
 
 

@@ -173,7 +173,7 @@ def test_a_folder_without_attribution_says_how_to_make_it(tmp_path, run):
 def test_the_command_prints_the_matrix_and_refuses_other_settings(run, tmp_path, capsys):
     import shutil
 
-    from asc.__main__ import main
+    from asc.cli import main
 
     copy = tmp_path / "run"
     shutil.copytree(run, copy)

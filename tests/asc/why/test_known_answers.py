@@ -3,7 +3,7 @@ so the statement that defines it is what the prediction should rely on. The test
 (the target's own line ranked apart, asc.why.statements) is the defining one, with a positive value (it raised the
 target).
 
-Measured first (the README's method notes give the table): occlusion passes on five of the six; gradient x input
+Measured first (the method notes of docs/why.md give the table): occlusion passes on five of the six; gradient x input
 and integrated gradients do not pass (gradient x input names the defining statement first on 2 of 6, both times
 with a negative value; integrated gradients on 3, one negative), so only occlusion is asserted. The one occlusion
 miss stays a strict expected failure.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.__main__ import main
+from probes.cli import main
 
 
 def test_cli_scores_and_prints_the_table(small_run: Path, capsys):

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from asc.errors import CorpusError
-from probes.__main__ import main
 from probes.blanca.build import MIN_TEST_PAIRS, blanca_set_name, build_task_set
 from probes.blanca.classes import scan_classes
+from probes.cli import main
 
 
 @pytest.fixture(scope="module")

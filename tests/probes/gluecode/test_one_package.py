@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from asc.errors import CorpusError
-from probes.__main__ import main
+from probes.cli import main
 from probes.gluecode.build import TASK_CLASSES, build_task_sets, class_of
 from probes.gluecode.items import NO_WARNING, OPERATORS, SPLITS, load_items
 from probes.gluecode.nulltoken import null_items
