@@ -4,7 +4,7 @@ Run with `make app` (or `.venv/bin/streamlit run app.py`). Set ASC_MODEL to star
 With ASC_STUDY_MODE=1 (`make study`) the app serves a user study: participants get only the study page,
 without sidebar or navigation; the password-protected results page stays reachable at /study-results.
 
-Access (``ui.gate``, README "Sharing the app"): with ASC_PASSWORD set, every visitor types that password first
+Access (``ui.gate``, docs/sharing.md, "Sharing the app"): with ASC_PASSWORD set, every visitor types that password first
 (tries are rate-limited); in local mode every visitor presents the server's access token (``make app`` prints
 the address with it). The router checks both before it shows anything, and every page checks them again
 itself, because Streamlit's legacy ``pages/`` route can run a page without this file.
@@ -17,7 +17,7 @@ import ui.preload  # noqa: F401  (first: imports the backend once, in one thread
 # isort: split
 import streamlit as st
 
-from asc import paths as asc_paths
+from asc import study_mode
 from ui import gate, widgets
 
 st.set_page_config(page_title="AsC Studio", page_icon=":material/account_tree:", layout="wide")
@@ -25,7 +25,7 @@ gate.enter(study=True, router=True)  # the password and the token; nothing of th
 widgets.style()
 study = st.Page("pages/study.py", title="User study", icon=":material/how_to_reg:", url_path="user-study")
 results = st.Page("pages/study_admin.py", title="Study results", icon=":material/lock:", url_path="study-results")
-if asc_paths.study_mode():
+if study_mode():
     st.session_state["settings"] = widgets.default_settings()
     page = st.navigation([study, results], position="hidden")
 else:

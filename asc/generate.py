@@ -164,10 +164,10 @@ def function_end(prompt: str, completion: str, language: str = "python") -> int 
 class _FunctionEnd:
     """transformers stopping criterion: stop once the generated text has left the function."""
 
-    def __init__(self, tokenizer, prompt: str, n_prompt: int, language: str):
+    def __init__(self, tokenizer: Any, prompt: str, n_prompt: int, language: str) -> None:
         self.tokenizer, self.prompt, self.n_prompt, self.language = tokenizer, prompt, n_prompt, language
 
-    def __call__(self, input_ids, scores, **kwargs):
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch
 
         text = self.tokenizer.decode(input_ids[0, self.n_prompt:], skip_special_tokens=True)

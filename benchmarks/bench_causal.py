@@ -77,7 +77,7 @@ def make_causal_run(base: str | Path, n: int, out: str | Path, noise: float = 0.
         name = f"part-{part:05d}.parquet"
         pd.concat(frames, ignore_index=True).to_parquet(out / "concepts" / name, index=False)
         chunk.to_parquet(out / "snippets" / name, index=False)
-    meta = dict(src.meta) | {"n_planned": n, "synthetic": {"base": str(base), "noise": noise, "seed": seed}}
+    meta = src.meta.as_dict() | {"n_planned": n, "synthetic": {"base": str(base), "noise": noise, "seed": seed}}
     meta.pop("corpus", None)
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     return out

@@ -57,7 +57,7 @@ def make_run(base: str | Path, n: int, out: str | Path, part_size: int = 1000, t
         write_chunk(out, part, tables)
         done += size
         part += 1
-    meta = dict(src.meta) | {"n_planned": n, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    meta = src.meta.as_dict() | {"n_planned": n, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
                              "synthetic": {"base": str(base), "copies_of": len(ids)}}
     meta.pop("corpus", None)  # not resumable: the corpus was never planned
     write_atomic(out / "meta.json", lambda tmp: tmp.write_text(json.dumps(meta, indent=2)))

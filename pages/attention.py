@@ -12,14 +12,10 @@ import ui.preload  # noqa: F401  (first: imports the backend once, in one thread
 # isort: split
 import streamlit as st
 
-from asc import BUILTIN_CORPORA, AscError, embedded_names
-from asc import paths as asc_paths
-from asc.export import csv_text
-from asc.jobs import JobKind
+from asc import BUILTIN_CORPORA, AscError, JobKind, attention_dir, csv_text, default_model, embedded_names
 from asc.viz import figure_html
-from probes.codesyntax.attention import attention_job, attention_runs, relation_table
-from probes.codesyntax.heads import METRICS
-from probes.figures import attention_map, edge_example_html, head_heatmap
+from probes import attention_map, edge_example_html, head_heatmap
+from probes.codesyntax import METRICS, attention_job, attention_runs, relation_table
 from ui import access, cache, charts, gate, guards, jobs, widgets
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
@@ -30,10 +26,10 @@ st.caption("Do attention heads follow the syntax of code better than trivial bas
            "the k words attended most. The best head per relation is chosen on half of the snippets (val) and "
            "reported on the other half (test), next to the offset and keyword baselines on the same edges.")
 
-root = asc_paths.attention_dir()
+root = attention_dir()
 with st.expander("Score a model's heads", expanded=not attention_runs(root)):
     c1, c2, c3 = st.columns([3, 2, 1])
-    models = widgets.model_picker(c1, "Models", embedded_names(), [asc_paths.default_model()], "at")
+    models = widgets.model_picker(c1, "Models", embedded_names(), [default_model()], "at")
     paths_ok = access.policy().corpus_paths_allowed()  # shared mode: only under ASC_DATA_ROOTS, if any
     corpus = c2.selectbox("Corpus", [*BUILTIN_CORPORA, *(["a folder, .py file or .jsonl path"] if paths_ok else [])],
                           key="at_corpus")

@@ -17,22 +17,22 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from asc import AscError, embedded_names
-from asc import paths as asc_paths
-from asc.export import csv_text
-from asc.jobs import JobKind
+from asc import AscError, JobKind, blanca_dir, csv_text, embedded_names
 from asc.viz import figure_html
-from probes.blanca.build import blanca_set_name
-from probes.blanca.evaluate import blanca_table
-from probes.blanca.figures import (
+from probes.blanca import (
+    BLANCA_TASK_TITLES,
+    BLANCA_TASKS,
+    RankItem,
+    blanca_job,
+    blanca_set_name,
+    blanca_table,
     distance_distributions,
     question_answers,
     ranked_answers_figure,
     regression_plot,
     summary_bars,
+    target_kinds,
 )
-from probes.blanca.items import BLANCA_TASK_TITLES, BLANCA_TASKS
-from probes.blanca.runs import blanca_job, target_kinds
 from ui import cache, gate, guards, jobs, widgets
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
@@ -51,7 +51,7 @@ st.caption("Do a model's embeddings of *text about code* reflect what programmer
            "FAQ and library reference and the standard library's classes (hundreds of items per task, not hundreds "
            "of thousands).")
 
-folder = asc_paths.blanca_dir()
+folder = blanca_dir()
 sets, broken = cache.blanca_task_sets(folder)
 with st.expander("Run tasks", expanded=not sets):
     c1, c2 = st.columns([3, 2])
@@ -182,13 +182,15 @@ for tab, pair_tasks, figure, kind, caption in PAIR_TABS:
 
 with ranking_tab:
     ranked = picked[picked["task"] == "R"]
-    questions = {it.id: it for it in task_set.items.get("R", []) if it.id in set(ranked["id"])}
+    questions = {it.id: it for it in task_set.items.get("R", [])
+                 if isinstance(it, RankItem) and it.id in set(ranked["id"])}  # R's items are RankItems
     if not questions:
         st.info("No R question was scored on this split: score R (it needs the Python documentation).")
         st.stop()
     g1, g2 = st.columns([1, 3])
     rmodel = g1.selectbox("Model", list(dict.fromkeys(ranked["model"])), key="bl_r_model")
-    qid = g2.selectbox("Question", list(questions), key="bl_r_question",
+    question_ids = list(questions)
+    qid = g2.selectbox("Question", question_ids, key="bl_r_question",
                        format_func=lambda q: questions[q].question[:120])
     item = questions[qid]
     show_figure(lambda: ranked_answers_figure(ranked, rmodel, qid), "ranked", "Ranked answers")

@@ -11,11 +11,8 @@ import ui.preload  # noqa: F401  (first: imports the backend once, in one thread
 import pandas as pd
 import streamlit as st
 
-from asc.causal import MIN_SNIPPETS, REFUTE_SAMPLE
-from asc.export import csv_text
-from asc.jobs import JobKind
-from asc.viz import causal_graph_figure, figure_html, treatment_scatter
-from asc.viz.causal import table2_views
+from asc import MIN_SNIPPETS, REFUTE_SAMPLE, JobKind, csv_text
+from asc.viz import causal_graph_figure, figure_html, table2_views, treatment_scatter
 from ui import cache, gate, guards, jobs
 from ui.widgets import plain
 

@@ -14,14 +14,17 @@ from functools import partial
 
 import streamlit as st
 
-from asc import AscError, embedded_names
-from asc import paths as asc_paths
-from asc.explain import SnippetComparison, compare_snippet
-from asc.export import csv_text
-from asc.missing import json_records
-from asc.viz import TREE_VIEWS, figure_html, tree_figure
-from asc.viz.compare import difference_tree, node_values, summary_table
-from asc.viz.tables import disagreement_table, shown
+from asc import AscError, SnippetComparison, compare_snippet, csv_text, default_model, embedded_names, json_records
+from asc.viz import (
+    TREE_VIEWS,
+    difference_tree,
+    disagreement_table,
+    figure_html,
+    node_values,
+    shown,
+    summary_table,
+    tree_figure,
+)
 from ui import cache, charts, gate, guards, widgets
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
@@ -39,7 +42,7 @@ if "cmp_code" not in st.session_state:
 left, right = st.columns([3, 2])
 with right:
     names = embedded_names("decoder")
-    default = [n for n in (asc_paths.default_model(), "gemma3-270m" if asc_paths.default_model() != "gemma3-270m" else "smollm2-135m")
+    default = [n for n in (default_model(), "gemma3-270m" if default_model() != "gemma3-270m" else "smollm2-135m")
                if n in names]
     chosen = widgets.model_picker(st, "Models (2 or 3)", names, default, "cmp", max_selections=3)[:3]
     run = st.button("Compare", type="primary", width="stretch", key="cmp_run")

@@ -15,21 +15,42 @@ import json
 import pandas as pd
 import streamlit as st
 
-from asc import BUILTIN_CORPORA, embedded_names
-from asc import paths as asc_paths
-from asc.concepts import CONFIDENCE_LINE, GLOBAL
-from asc.corpus.bootstrap import METHODS
-from asc.corpus.depth import crossing_table
-from asc.corpus.listing import run_folders
-from asc.corpus.summary import box_table, difference_table, run_labels, summary_categories, type_table, wide_table
-from asc.export import csv_text
-from asc.jobs import Job, JobKind
-from asc.missing import json_records
-from asc.viz import category_bars, concept_treemap, difference_bars, figure_html, styled_table, value_distribution
-from asc.viz.colors import NEUTRAL
-from asc.viz.corpus_depth import depth_curves, layer_heatmap
-from asc.viz.forks import fork_bars
-from asc.viz.tables import shown
+from asc import (
+    BUILTIN_CORPORA,
+    CONFIDENCE_LINE,
+    GLOBAL,
+    Job,
+    JobKind,
+    csv_text,
+    default_model,
+    embedded_names,
+    json_records,
+    runs_dir,
+)
+from asc.corpus import (
+    METHODS,
+    box_table,
+    crossing_table,
+    difference_table,
+    run_folders,
+    run_labels,
+    summary_categories,
+    type_table,
+    wide_table,
+)
+from asc.viz import (
+    NEUTRAL,
+    category_bars,
+    concept_treemap,
+    depth_curves,
+    difference_bars,
+    figure_html,
+    fork_bars,
+    layer_heatmap,
+    shown,
+    styled_table,
+    value_distribution,
+)
 from ui import access, cache, charts, gate, guards, jobs, widgets
 from ui.corpus_attribution_view import attribution_section
 
@@ -46,10 +67,10 @@ st.caption("AsC-Eval over whole corpora: the bootstrapped median of node values 
            "Table I, Fig. 3) and the distribution of node values (Fig. 6), for one or several models.")
 
 queue = jobs.job_queue()
-with st.expander("Run a corpus evaluation", expanded=not run_folders(asc_paths.runs_dir())):
+with st.expander("Run a corpus evaluation", expanded=not run_folders(runs_dir())):
     c1, c2, c3 = st.columns([3, 2, 1])
     decoders = embedded_names("decoder")
-    models = widgets.model_picker(c1, "Models", decoders, [asc_paths.default_model()], "run")
+    models = widgets.model_picker(c1, "Models", decoders, [default_model()], "run")
     paths_ok = access.policy().corpus_paths_allowed()  # shared mode: only under ASC_DATA_ROOTS, if any
     corpus = c2.selectbox("Corpus", [*BUILTIN_CORPORA, *(["a folder, .py/.java or .jsonl path"] if paths_ok else [])],
                           key="run_corpus")
@@ -61,7 +82,7 @@ with st.expander("Run a corpus evaluation", expanded=not run_folders(asc_paths.r
             st.error("Choose at least one model and a corpus.")
         elif guards.allowed(models, corpus, widgets.trust_remote_code()):  # nothing is submitted after an error
             for model in models:
-                queue.submit(model, corpus, int(limit) or None, asc_paths.runs_dir(), owner=jobs.owner(),
+                queue.submit(model, corpus, int(limit) or None, runs_dir(), owner=jobs.owner(),
                              trust_remote_code=widgets.trust_remote_code(), **widgets.placement())
 
 
@@ -155,7 +176,7 @@ layer_tables = [t for t in (cache.layer_summary(f, label) for f, label in zip(ch
 layers_all = heat = curves = None
 if not layer_tables:
     st.caption("None of the chosen runs has per-layer values: `python -m asc eval --model M --corpus C --out F "
-               "--layers` computes AsC-Eval from every layer's prediction (logit lens), at a few times the cost.")
+               "--per-layer` computes AsC-Eval from every layer's prediction (logit lens), at a few times the cost.")
 else:
     layers_all = pd.concat(layer_tables, ignore_index=True)
     l1, l2 = st.columns(2)

@@ -11,29 +11,35 @@ import ui.preload  # noqa: F401  (first: imports the backend once, in one thread
 
 # isort: split
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
-from asc import BUILTIN_CORPORA, AscError, embedded_names
-from asc import paths as asc_paths
-from asc.export import csv_text
-from asc.jobs import JobKind
+from asc import BUILTIN_CORPORA, AscError, JobKind, csv_text, default_model, embedded_names, gluecode_dir
 from asc.viz import figure_html, sequence_html, tree_figure
-from asc.viz.tables import shown as shown_table
-from probes.gluecode.browse import (
+from asc.viz import shown as shown_table
+from probes.gluecode import (
     CONFUSION_TASKS,
+    CONTEXT_LABELS,
+    CONTEXTS,
+    NO_WARNING,
     SHOWN,
+    TASK_SUMMARY,
+    TASKS,
     answered,
+    baselines,
     candidate_table,
+    candidates_figure,
     confusion,
+    confusion_figure,
+    context_figure,
     context_frame,
+    gluecode_job,
     item_answers,
     levels_answered,
     mistakes,
+    predictions_frame,
     scored_answers,
+    table2,
 )
-from probes.gluecode.figures import CONTEXT_LABELS, candidates_figure, confusion_figure, context_figure
-from probes.gluecode.items import CONTEXTS, NO_WARNING, TASK_SUMMARY, TASKS
-from probes.gluecode.runs import gluecode_job, table2
-from probes.gluecode.zeroshot import baselines, predictions_frame
 from ui import cache, charts, gate, guards, jobs, widgets
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
@@ -51,11 +57,11 @@ st.caption("Do code models need more than the function in front of them? glueCod
            "generated greedily) with the function alone, the whole file, and the file plus the signatures and "
            "docstrings of what the function calls and what calls it. " + NULL_CAVEAT)
 
-folder = asc_paths.gluecode_dir()
+folder = gluecode_dir()
 sets = cache.gluecode_items(folder)
 with st.expander("Run tasks", expanded=not sets):
     c1, c2 = st.columns([3, 2])
-    models = widgets.model_picker(c1, "Models", embedded_names(), [asc_paths.default_model()], "gc",
+    models = widgets.model_picker(c1, "Models", embedded_names(), [default_model()], "gc",
                                   help="Decoders only: answers are ranked by the model's next-token likelihood.")
     tasks = c2.multiselect("Tasks", TASKS, default=list(TASKS), key="gc_tasks",  # chips: the names alone fit
                            help="; ".join(f"{t}: {TASK_SUMMARY[t]}" for t in TASKS))
@@ -149,7 +155,7 @@ present = [t for t in TASKS if any(p.task == t for p in predictions)]
 
 
 
-def pick(prefix: str, columns: list) -> tuple[str, str, str]:
+def pick(prefix: str, columns: list[DeltaGenerator]) -> tuple[str, str, str]:
     """Model, task and context level chosen in the first three of ``columns`` (keys ``<prefix>_model`` ...)."""
     model = columns[0].selectbox("Model", model_names, key=f"{prefix}_model")
     task = columns[1].selectbox("Task", present, key=f"{prefix}_task")

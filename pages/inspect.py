@@ -16,16 +16,31 @@ from dataclasses import replace
 
 import streamlit as st
 
-from asc import AscError
-from asc.concepts import category_label
-from asc.explain import check_source
-from asc.export import csv_text
-from asc.generate import FEW_TOKENS, first_lines, stop_message
-from asc.missing import ABSENT
-from asc.viz import TREE_VIEWS, category_figure, figure_html, sequence_html, standalone_html, tree_figure
-from asc.viz.tables import node_export, token_export, token_table, weakest_table
+from asc import (
+    ABSENT,
+    FEW_TOKENS,
+    AscError,
+    Decoding,
+    category_label,
+    check_source,
+    csv_text,
+    first_lines,
+    stop_message,
+)
+from asc.viz import (
+    TREE_VIEWS,
+    category_figure,
+    figure_html,
+    node_export,
+    sequence_html,
+    standalone_html,
+    token_export,
+    token_table,
+    tree_figure,
+    weakest_table,
+)
 from ui import branches_view, cache, charts, depth_view, gate, guards, patch_view, why_view, widgets
-from ui.results import Decoding, InspectorResult
+from ui.results import InspectorResult
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
 
@@ -87,7 +102,7 @@ if do_complete or do_explain:
                     comp, ex = cache.cached_complete(*args, code, max_new, temperature, top_p, int(seed), settings.language,
                                                   settings.aggregate, settings.device, settings.dtype)
                     result = InspectorResult(ex, settings.model, settings, comp,
-                                             Decoding(max_new, temperature, top_p, int(seed)))
+                                             Decoding(max_new, temperature, top_p, int(seed), settings.language))
                 else:
                     result = InspectorResult(cache.cached_explain(*args, code, settings.language, settings.aggregate,
                                                                   settings.device, settings.dtype),

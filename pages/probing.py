@@ -3,7 +3,7 @@
 Runs go to the app-wide background queue (they continue when the user leaves the page) and write
 to ``<runs>/layers`` (``probes.inspect.runs``): a second run of the same task reuses cached features
 and finished probes. Everything shown here is read back from that folder, including results
-written by ``python -m probes layers --out runs/layers``.
+written by ``python -m probes inspect --out runs/layers``.
 """
 
 from __future__ import annotations
@@ -15,15 +15,19 @@ from functools import partial
 
 import streamlit as st
 
-from asc import BUILTIN_CORPORA, AscError, embedded_names
-from asc import paths as asc_paths
-from asc.export import csv_text
-from asc.jobs import JobKind
+from asc import BUILTIN_CORPORA, AscError, JobKind, csv_text, default_model, embedded_names, layers_dir
 from asc.viz import figure_html
-from probes.catalog import LAYER_TASK_INFO, LAYER_TASKS, layer_job
-from probes.figures import best_layer_heatmap, confusion_figure, layer_curves, layer_heatmap, normalized_heatmap
-from probes.inspect.runs import best_layer_table, normalized_table, results_table
-from probes.inspect.taskfile import MAX_TASK_FILE_BYTES, store_upload
+from probes import (
+    LAYER_TASK_INFO,
+    LAYER_TASKS,
+    best_layer_heatmap,
+    confusion_figure,
+    layer_curves,
+    layer_heatmap,
+    layer_job,
+    normalized_heatmap,
+)
+from probes.inspect import MAX_TASK_FILE_BYTES, best_layer_table, normalized_table, results_table, store_upload
 from ui import access, cache, gate, guards, jobs, widgets
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
@@ -35,10 +39,10 @@ st.caption("Which layers linearly encode which properties of code (INSPECT, Karm
            "reported on the last 20%. The control task (shuffled labels) and the majority class tell learned "
            "structure from probe capacity. The English MiniLM encoder plays BERT's role as the baseline.")
 
-folder = asc_paths.layers_dir()
+folder = layers_dir()
 with st.expander("Run probes", expanded=not cache.probe_results(folder)):
     c1, c2 = st.columns([3, 2])
-    models = widgets.model_picker(c1, "Models", embedded_names(), [asc_paths.default_model(), "minilm-l6"], "lp",
+    models = widgets.model_picker(c1, "Models", embedded_names(), [default_model(), "minilm-l6"], "lp",
                              help="Decoders are summarised by their last token, encoders by [CLS] (change below).")
     tasks = c2.multiselect("Tasks", LAYER_TASKS, default=["KTX", "IDN", "LEN", "TYP", "CPX"], key="lp_tasks",
                            help="; ".join(f"{t}: {LAYER_TASK_INFO[t]}" for t in LAYER_TASKS))  # chips: names alone fit
@@ -77,7 +81,7 @@ jobs.live_job_panel(JobKind.LAYERS)  # this tab's jobs and the queue, refreshed
 results = cache.probe_results(folder)
 if not results:
     jobs.no_results(JobKind.LAYERS, "layers", "No probe results yet: run the small demo below, start a run above, "
-                    "or from a shell: `.venv/bin/python -m probes layers --model smollm2-135m --tasks KTX,IDN,LEN "
+                    "or from a shell: `.venv/bin/python -m probes inspect --model smollm2-135m --tasks KTX,IDN,LEN "
                     "--out runs/layers`.")
     st.stop()
 

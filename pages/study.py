@@ -10,14 +10,15 @@ from __future__ import annotations
 import ui.preload  # noqa: F401  (first: imports the backend once, in one thread: ui/preload.py)
 
 # isort: split
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import streamlit as st
 
 from asc import AscError
-from asc.study.frozen import frozen_explanation
-from asc.viz import TREE_VIEWS, sequence_html, tree_figure
-from asc.viz.layout import tree_view
+from asc.study import frozen_explanation
+from asc.viz import TREE_VIEWS, sequence_html, tree_figure, tree_view
 from ui import charts, gate
 from ui import study as ui_study
 
@@ -51,7 +52,7 @@ if state is None:
     with resume:
         typed = st.text_input("Resume with your code", key="study_resume", placeholder="e.g. K7QX2MHD")
         if st.button("Resume", key="study_resume_go"):
-            from asc.study.store import normalize_code
+            from asc.study import normalize_code
 
             if store.state(normalize_code(typed)) is None:
                 st.error("No participant has this code in this study: check it, or start anew.")
@@ -67,7 +68,7 @@ total = len(definition.samples)
 st.progress(len(state.answered) / total, text=f"{len(state.answered)} of {total} samples rated")
 
 
-def submit(save, *args) -> None:
+def submit(save: Callable[..., object], *args: Any) -> None:
     try:
         save(*args)
     except AscError as err:

@@ -13,10 +13,8 @@ import ui.preload  # noqa: F401  (first: imports the backend once, in one thread
 # isort: split
 import streamlit as st
 
-from asc import AscError
-from asc.export import csv_text
-from asc.study import agreement_table, rating_counts
-from asc.study.figure import rating_bars
+from asc import AscError, csv_text
+from asc.study import agreement_table, rating_bars, rating_counts
 from asc.viz import figure_html
 from ui import access, cache, gate
 from ui import study as ui_study
@@ -46,7 +44,7 @@ if frozen is None:
     st.warning("The study is not prepared: the samples without a completion must be completed once, so that every "
                "participant sees the same content.")
     if st.button(f"Prepare with {definition.model}", type="primary", key="study_prepare"):
-        from asc.study.frozen import prepare_study, save_frozen
+        from asc.study import prepare_study, save_frozen
 
         with st.status("Preparing: completing and scoring the samples...") as status:
             try:

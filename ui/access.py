@@ -17,9 +17,15 @@ import sys
 
 import streamlit as st
 
-from asc.access import AccessPolicy, RateLimiter, access_cookie_matches, access_cookie_name, password_matches
-from asc.atomic import private_writes
-from asc.paths import study_mode
+from asc import (
+    AccessPolicy,
+    RateLimiter,
+    access_cookie_matches,
+    access_cookie_name,
+    password_matches,
+    private_writes,
+    study_mode,
+)
 from ui.serve import app_url
 
 PER_CLIENT = (5, 60.0)  # tries per client per minute

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -25,20 +26,34 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from asc.branching.branches import MAX_EXPLORE
-from asc.branching.forks import ForkPoints, ForkSettings, fork_points, most_uncertain, node_fork_rate
-from asc.branching.humaneval import confidence_split, find_problem
-from asc.branching.tree import BranchNode, BranchTree, category_frame, diff_frame
-from asc.branching.treediff import ast_diff
-from asc.errors import AscError
-from asc.explain import Explanation
-from asc.export import csv_text
-from asc.generate import Completion
-from asc.missing import ABSENT
-from asc.viz import TREE_VIEWS, branch_compare_figures, branch_tree_figure, figure_html
-from asc.viz.colors import FORK_RATE_SCALE
-from asc.viz.html import visible_whitespace
-from asc.viz.tables import shown as shown_table
+from asc import ABSENT, AscError, Completion, Explanation, csv_text
+from asc.branching import (
+    MAX_EXPLORE,
+    Branch,
+    BranchNode,
+    BranchRequest,
+    BranchTree,
+    ExploreRequest,
+    ForkPoints,
+    ForkSettings,
+    ast_diff,
+    category_frame,
+    confidence_split,
+    default_fork_token,
+    diff_frame,
+    find_problem,
+    fork_points,
+    node_fork_rate,
+)
+from asc.viz import (
+    FORK_RATE_SCALE,
+    TREE_VIEWS,
+    branch_compare_figures,
+    branch_tree_figure,
+    figure_html,
+    visible_whitespace,
+)
+from asc.viz import shown as shown_table
 from ui import access, cache, charts, widgets
 from ui.results import InspectorResult
 
@@ -80,7 +95,7 @@ def colour_options(shown: Explanation, forks: ForkPoints | None) -> dict[str, An
     return {"values": node_fork_rate(shown, forks), "colorscale": FORK_RATE_SCALE, "value_label": "fork rate"}
 
 
-def _key(result: InspectorResult, comp: Completion) -> tuple:
+def _key(result: InspectorResult, comp: Completion) -> tuple[str, str, bytes, str, str]:
     ex = result.ex
     return result.model, comp.text, comp.ids.tobytes(), ex.aggregate, ex.tree.language
 
@@ -94,8 +109,7 @@ def tree_of(result: InspectorResult) -> BranchTree | None:
     key = _key(result, comp)
     kept = st.session_state.get(STATE)
     if kept is None or kept[0] != key:
-        kept = (key, BranchTree.start(comp, result.ex,
-                                           result.decoding.to_dict() if result.decoding else None))
+        kept = (key, BranchTree.start(comp, result.ex, result.decoding))
         st.session_state[STATE] = kept
         st.session_state.pop("br_open_pick", None)
     return kept[1]
@@ -149,21 +163,6 @@ def _token_label(ex: Explanation, i: int, forks: ForkPoints | None) -> str:
     return f"{i}: {_shown(s.text[i])}" + ("" if math.isnan(p) else f" (p={p:.3f}{mark})")
 
 
-def _default_at(node: BranchNode, forks: ForkPoints | None) -> int:
-    """The most uncertain fork point of the generated part whose token is not whitespace (where the model
-    hesitated between indentations, its alternatives look alike and a branch changes nothing visible); without a
-    fork point, the first generated token that is not whitespace."""
-    n = len(node.completion.ids)
-    first = min(node.fork_index + (0 if node.branch is None else 1), n - 1)
-    ranked = most_uncertain(forks, len(forks.indices), first=first) if forks is not None else np.zeros(0, np.int64)
-    text = node.explanation.scores.text
-    best = [int(i) for i in ranked if text[i].strip()] or [int(i) for i in ranked]
-    if best:
-        return best[0]
-    # no fork point: the first generated token that is not whitespace
-    return next((i for i in range(max(1, first), n) if text[i].strip()), max(1, first))
-
-
 def _at_node_token() -> None:
     ex: Explanation = st.session_state["br_node_ex"]
     selected = st.session_state.get("selected")
@@ -183,19 +182,7 @@ def _alternatives(ex: Explanation, at: int) -> dict[int, str]:
             for k, (t, p, i) in enumerate(zip(s.top_text[at], s.top_probs[at], s.top_ids[at], strict=False))}
 
 
-def _run(result: InspectorResult) -> dict:
-    """The arguments every cached branch call shares: model, placement, language, aggregation."""
-    chosen = result.settings
-    return {"spec": result.model, "trust_remote_code": chosen.trust_remote_code, "language": result.ex.tree.language,
-            "aggregate": result.ex.aggregate, "device": chosen.device, "dtype": chosen.dtype}
-
-
-def _decoding(tree: BranchTree) -> tuple[float, float, int]:
-    d = tree.settings
-    return float(d.get("temperature", 0.0)), float(d.get("top_p", 1.0)), int(d.get("seed", 0))
-
-
-def _add(tree: BranchTree, parent: int, made: list) -> None:
+def _add(tree: BranchTree, parent: int, made: list[tuple[Branch, Explanation]]) -> None:
     for br, ex in made:
         tree = tree.add(parent, br, ex)
     key = st.session_state[STATE][0]
@@ -210,7 +197,7 @@ def _controls(result: InspectorResult, tree: BranchTree, node: BranchNode, fork_
     forks = fork_marks(ex, fork_cfg)
     n = len(node.completion.ids)
     if st.session_state.get("br_at_for") != (id(tree), node.id) or st.session_state.get("br_at") not in range(1, n):
-        st.session_state["br_at"] = _default_at(node, forks)
+        st.session_state["br_at"] = default_fork_token(node, forks)
         st.session_state["br_at_for"] = (id(tree), node.id)
     st.session_state["br_node_ex"] = ex
     left, right = st.columns([3, 2])
@@ -231,9 +218,11 @@ def _controls(result: InspectorResult, tree: BranchTree, node: BranchNode, fork_
         c1.caption("This token has no prediction: type a replacement.")
     typed = c2.text_input("or type a replacement", key="br_token", help="Forced as typed (one or several tokens); "
                           "leave empty to take the alternative chosen on the left.")
-    max_new = c3.slider("Continue for up to N tokens", 8, 256, int(tree.settings.get("max_new_tokens", 64)), step=8,
+    max_new = c3.slider("Continue for up to N tokens", 8, 256, tree.settings.max_new_tokens, step=8,
                         key="br_max_new")
-    temperature, top_p, seed = _decoding(tree)
+    chosen = result.settings
+    decoding = replace(tree.settings, max_new_tokens=int(max_new), language=result.ex.tree.language)
+    temperature, top_p, seed = decoding.temperature, decoding.top_p, decoding.seed
     c3.caption("greedy, as the trunk" if temperature == 0 else f"sampling as the trunk: T={temperature}, "
                f"top-p={top_p}, seed {seed}")
     b1, b2, b3 = st.columns([2, 2, 3])
@@ -247,17 +236,19 @@ def _controls(result: InspectorResult, tree: BranchTree, node: BranchNode, fork_
             if not typed and choice is None:
                 raise ValueError("Choose an alternative or type a replacement.")
             with st.spinner("Branching..."):
-                made = [cache.cached_branch(**_run(result), trunk=node.completion, at=int(at),
-                                            choose=None if typed else int(choice or 1), token=typed or None,
-                                            max_new_tokens=max_new, temperature=temperature, top_p=top_p, seed=seed)]
+                request = BranchRequest(int(at), choose=None if typed else int(choice or 1), token=typed or None,
+                                        decoding=decoding)
+                made = [cache.cached_branch(result.model, chosen.trust_remote_code, node.completion, request,
+                                            result.ex.aggregate, chosen.device, chosen.dtype)]
             _add(tree, node.id, made)
         if do_explore:
             if forks is None or not forks.is_fork[node.completion.n_prompt:].any():
                 raise ValueError("No fork points in the generated part under these thresholds: raise the margin or "
                                  "lower the entropy threshold (Fork points, above).")
             with st.spinner(f"Exploring {n_explore} fork points..."):
-                made = cache.cached_explore(**_run(result), trunk=node.completion, forks=forks, n=int(n_explore),
-                                            max_new_tokens=max_new, temperature=temperature, top_p=top_p, seed=seed)
+                made = cache.cached_explore(result.model, chosen.trust_remote_code, node.completion, forks,
+                                            ExploreRequest(int(n_explore), decoding), result.ex.aggregate,
+                                            chosen.device, chosen.dtype)
             _add(tree, node.id, made)
     except (AscError, ValueError) as err:
         st.error(str(err))  # the tree stays as it was

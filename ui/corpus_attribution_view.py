@@ -14,24 +14,20 @@ from pathlib import Path
 
 import streamlit as st
 
-from asc.corpus.folder import read_run_meta
-from asc.errors import CorpusError
-from asc.export import csv_text
-from asc.jobs import JobKind
-from asc.missing import json_records
-from asc.viz import figure_html
-from asc.viz.attribution_matrix import distance_curves, matrix_heatmap, matrix_table
-from asc.viz.tables import shown
-from asc.why.corpus import DEFAULT_K
-from asc.why.corpus_run import (
+from asc import CorpusError, JobKind, csv_text, json_records
+from asc.corpus import read_run_meta
+from asc.viz import distance_curves, figure_html, matrix_heatmap, matrix_table, shown
+from asc.why import (
     ATTRIBUTE_CORPUS_COMMAND,
     ATTRIBUTION_TABLE,
+    DEFAULT_K,
+    AttributionMatrix,
     attribution_job,
     attribution_settings,
     has_attribution,
     pending_parts,
+    run_matrix,
 )
-from asc.why.matrix import AttributionMatrix, run_matrix
 from ui import guards, jobs
 from ui.cache.stamp import change_stamp, run_stamp
 from ui.widgets import placement, plain

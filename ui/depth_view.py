@@ -13,11 +13,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from asc.concepts import CONFIDENCE_LINE
-from asc.depth import LayerExplanation
-from asc.errors import AscError, InputError
-from asc.explain import Explanation
-from asc.export import csv_text
+from asc import CONFIDENCE_LINE, AscError, Explanation, InputError, LayerExplanation, csv_text
 from asc.viz import category_layer_heatmap, figure_html, node_layer_curve
 from ui import cache
 from ui.results import InspectorResult

@@ -41,8 +41,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from asc.errors import AscError
-from asc.paths import APP_ROOT, app_password, study_mode
+from asc import APP_ROOT, AscError, app_password, study_mode
 from ui import access
 
 TOKEN_KEY = "app_token"  # the token box's widget key

@@ -9,12 +9,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from asc.corpus.listing import RunInfo, broken_runs, run_folders, run_info
-from asc.errors import AscError, CorpusError, InputError
-from asc.files import shown
-from asc.jobs import JobKind
-from asc.models import ModelBundle
-from asc.paths import runs_dir
+from asc import AscError, CorpusError, InputError, JobKind, ModelBundle, runs_dir, shown
+from asc.corpus import RunInfo, broken_runs, run_folders, run_info
 from ui import access, jobs
 from ui.cache import get_bundle
 from ui.widgets import Settings, plain

@@ -27,14 +27,24 @@ from typing import TypedDict
 
 import streamlit as st
 
-from asc.causal import MIN_SNIPPETS
-from asc.jobs import Job, JobKind, JobQueue
-from asc.models import EMBEDDED
-from asc.paths import APP_ROOT, attention_dir, blanca_dir, default_model, gluecode_dir, layers_dir, runs_dir
-from probes.blanca.runs import blanca_job
-from probes.catalog import layer_job
-from probes.codesyntax.attention import attention_job
-from probes.gluecode.runs import gluecode_job
+from asc import (
+    APP_ROOT,
+    EMBEDDED,
+    MIN_SNIPPETS,
+    Job,
+    JobKind,
+    JobQueue,
+    attention_dir,
+    blanca_dir,
+    default_model,
+    gluecode_dir,
+    layers_dir,
+    runs_dir,
+)
+from probes import layer_job
+from probes.blanca import blanca_job
+from probes.codesyntax import attention_job
+from probes.gluecode import gluecode_job
 from ui import access
 from ui.cache import get_job_bundle
 from ui.widgets import placement, plain, trust_remote_code

@@ -15,17 +15,11 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import streamlit as st
 
-from asc import Explanation
-from asc.export import csv_text
-from asc.missing import UNDEFINED
-from asc.viz.html import figure_html
-from asc.viz.tables import shown
-from asc.viz.why import patching_heatmap
-from asc.why.choices import corruption_choices
-from asc.why.patching import Patching
+from asc import UNDEFINED, Explanation, csv_text
+from asc.viz import figure_html, patching_heatmap, shown
+from asc.why import PATCH_SPANS, Patching, PatchingRequest, corruption_choices, explainable_tokens
 from ui import charts
 from ui.cache.why import cached_patching, explanation_key
 from ui.results import InspectorResult
@@ -33,11 +27,12 @@ from ui.why_view import computed, requested
 from ui.widgets import plain
 
 STATE = "patch_request"
-SPANS = {"changed": "the changed nodes", "after": "the changed nodes and every named leaf up to the target"}
+SPANS = dict(zip(PATCH_SPANS, ("the changed nodes", "the changed nodes and every named leaf up to the target"),
+                 strict=True))
 
 
-def _controls(ex: Explanation, choices: list[int]) -> tuple[int, str, str] | None:
-    """(target token, corruption spec, spans) the widgets describe, or None when the snippet offers nothing."""
+def _controls(ex: Explanation, choices: list[int]) -> PatchingRequest | None:
+    """The request the widgets describe, or None when the snippet offers nothing."""
     c1, c2, c3 = st.columns([2, 3, 2])
     default = st.session_state.get("why_token")
     index = c1.selectbox("Target token", choices, index=choices.index(default) if default in choices else
@@ -51,7 +46,7 @@ def _controls(ex: Explanation, choices: list[int]) -> tuple[int, str, str] | Non
     spec = c2.selectbox("Corruption", list(labels), format_func=labels.__getitem__, key="patch_corruption",
                         help="the code stays valid: checked after the change (python -m asc intervene --corrupt)")
     spans = c3.radio("Patched nodes", list(SPANS), format_func=SPANS.__getitem__, key="patch_spans")
-    return int(index), str(spec), str(spans)
+    return PatchingRequest(int(index), str(spec), str(spans))
 
 
 def _show(p: Patching) -> None:
@@ -84,7 +79,7 @@ def section(result: InspectorResult, ex: Explanation) -> None:
     st.caption("A corruption that keeps the code valid changes the target's log-probability; activation patching "
                "restores the clean run's residual stream at one node and one layer at a time and measures how much of "
                "the clean value comes back: where and when the model reads what the corruption changed.")
-    choices = [int(i) for i in np.flatnonzero(~np.isnan(ex.scores.prob)) if i > 0]
+    choices = explainable_tokens(ex)
     if not choices:
         return
     request = _controls(ex, choices)
@@ -97,10 +92,9 @@ def section(result: InspectorResult, ex: Explanation) -> None:
     if asked is None:
         return
     chosen = result.settings
-    index, spec, spans = asked
     p = computed("Patching every layer...", lambda report: cached_patching(
-        result.model, chosen.trust_remote_code, chosen.device, chosen.dtype, key, ex, index, spec, spans,
-        _on_progress=report), "patch_cancel", STATE)
+        result.model, chosen.trust_remote_code, chosen.device, chosen.dtype, key, ex, asked, _on_progress=report),
+        "patch_cancel", STATE)
     if p is None:
         return
     _show(p)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
@@ -57,7 +57,7 @@ def with_progress(label: str, work: Callable[[Callable[[str, int, int], None]], 
             raise Cancelled
     started = time.monotonic()
     # since: when the stage began (the previous stage's last report; the start for the first), for its time left
-    state: dict = {"stage": label, "done": 0, "total": 0, "since": started, "last": started}
+    state: dict[str, Any] = {"stage": label, "done": 0, "total": 0, "since": started, "last": started}
     stop = threading.Event()
     lock = threading.Lock()
 
@@ -70,13 +70,15 @@ def with_progress(label: str, work: Callable[[Callable[[str, int, int], None]], 
                 state["since"] = state["last"]
             state.update(stage=stage, done=int(done), total=int(total), last=now)
 
-    outcome: dict = {}
+    # work's result, or its exception, handed to the script's thread (a _Stop after a cancel is dropped there)
+    value: list[T] = []
+    error: list[BaseException] = []
 
     def run() -> None:
         try:
-            outcome["value"] = work(report)
-        except BaseException as err:  # handed to the script's thread (a _Stop after a cancel is dropped there)
-            outcome["error"] = err
+            value.append(work(report))
+        except BaseException as err:
+            error.append(err)
 
     thread = threading.Thread(target=run, name="asc-page-work", daemon=True)
     add_script_run_ctx(thread, get_script_run_ctx())  # caches and the model's loader see this session
@@ -94,6 +96,6 @@ def with_progress(label: str, work: Callable[[Callable[[str, int, int], None]], 
         thread.join()
         raise
     box.empty()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+    if error:
+        raise error[0]
+    return value[0]

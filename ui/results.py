@@ -7,25 +7,10 @@ of a dict. Frozen like the backend's results: a new run makes a new object.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from asc.explain import Explanation
-from asc.generate import Completion
+from asc import Completion, Decoding, Explanation
 from ui.widgets import Settings
-
-
-@dataclass(frozen=True)
-class Decoding:
-    """The decoding settings of a completion (greedy when ``temperature`` is 0)."""
-
-    max_new_tokens: int
-    temperature: float
-    top_p: float
-    seed: int
-
-    def to_dict(self) -> dict[str, float | int]:
-        """JSON-ready, as a branch tree records its trunk's settings."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -43,10 +43,17 @@ import urllib.request
 from collections.abc import Sequence
 from types import FrameType
 
-from asc.access import AccessPolicy, is_loopback
-from asc.errors import AscError
-from asc.extras import require
-from asc.paths import APP_INSTALLED, APP_ROOT, app_defaults, child_environment, study_mode
+from asc import (
+    APP_INSTALLED,
+    APP_ROOT,
+    AccessPolicy,
+    AscError,
+    app_defaults,
+    child_environment,
+    is_loopback,
+    require,
+    study_mode,
+)
 
 __all__ = ["app_url", "console", "main"]
 
@@ -75,7 +82,7 @@ def app_url(address: str, port: str, token: str | None) -> str:
     return f"http://{host}:{port}/" + (f"?token={token}" if token else "")
 
 
-def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float) -> bool:
+def _wait_healthy(proc: subprocess.Popen[bytes], url: str, timeout: float) -> bool:
     """True once ``url`` answers; False when the server exited or ``timeout`` passed (no proxy: ``http_proxy``
     must not decide whether a server on this machine is up)."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -146,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         up = _wait_healthy(proc, app_url(probe, port, None) + "_stcore/health", START_TIMEOUT)
         if up or proc.poll() is None:  # printed even when the health check never answered (a base URL path, say)
-            mode = "shared mode: see README, 'Sharing the app'" if policy.shared else "local mode"
+            mode = "shared mode: see docs/sharing.md, 'Sharing the app'" if policy.shared else "local mode"
             print(f"\n  AsC Studio ({mode}): {app_url(address, port, policy.token)}\n", flush=True)
             if not policy.shared and not is_loopback(address):
                 print("  ASC_SHARED=0 on a network address: everybody who has the token can use every feature.",

@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from asc.paths import study_db_url, study_dir, study_file, study_password
+from asc import study_db_url, study_dir, study_file, study_password
 from asc.study import StudyStore, default_url, frozen_path, load_frozen, load_study
 
 

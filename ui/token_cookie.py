@@ -26,8 +26,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from asc.access import access_cookie_header, access_cookie_name, access_cookie_value, password_matches
-from asc.errors import AscError
+from asc import AscError, access_cookie_header, access_cookie_name, access_cookie_value, password_matches
 
 __all__ = ["TokenCookieMiddleware", "install", "redirect_target"]
 

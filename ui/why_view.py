@@ -19,28 +19,37 @@ import math
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
-import numpy as np
 import streamlit as st
 
-from asc import AscError, Explanation
-from asc.export import csv_text
-from asc.viz.attribution import (
+from asc import AscError, Explanation, csv_text
+from asc.viz import (
+    TARGET_RANK,
+    agreement_pairs,
+    agreement_table,
     attribution_sequence_html,
     attribution_tree,
+    breakdown_table,
     category_attribution_figure,
+    figure_html,
     source_nodes_table,
+    standalone_html,
 )
-from asc.viz.html import figure_html, standalone_html
-from asc.viz.statements import TARGET_RANK, agreement_pairs, agreement_table, breakdown_table
-from asc.why.attribute import (
+from asc.why import (
     ATTRIBUTION_METHODS,
     AUTO_MAX_STEPS,
     AUTO_STEPS,
     AUTO_TOLERANCE,
     DEFAULT_STEPS,
     Attribution,
+    AttributionRequest,
+    Breakdown,
+    agreement,
+    by_own_tokens,
+    by_statement,
+    default_target_token,
+    explainable_tokens,
+    summary,
 )
-from asc.why.statements import Breakdown, agreement, by_own_tokens, by_statement, summary
 from ui import charts
 from ui.cache.why import cached_attribution, explanation_key
 from ui.progress import Cancelled, with_progress
@@ -55,8 +64,8 @@ METHOD_NAMES = {"grad": "gradient x input", "ig": "integrated gradients", "occlu
 NO_CONTRAST = "(none: the token's log-probability)"
 VIEWS = {"statement": "statements (each token once)", "own": "each node's own tokens",
          "nested": "nested nodes (each sums its descendants)"}
-NOTES_ANCHOR = "method-notes"  # the heading "Method notes" below, and the README's section of the same name
-README_NOTES = "README.md, section *Why this token?*, *Method notes*"
+NOTES_ANCHOR = "method-notes"  # the heading "Method notes" below, and the docs' section of the same name (docs/why.md)
+README_NOTES = "docs/why.md, *Why this token?*, section *Method notes*"
 MEASURES = {
     "grad": "**Gradient x input** measures how fast the target moves as each token's embedding is scaled, at the "
             "input only (one gradient): a local slope, not a share of the target.",
@@ -82,24 +91,9 @@ def _token_label(ex: Explanation, i: int) -> str:
     return f"{i}: {s.text[i]!r}  p={s.prob[i]:.3f}"
 
 
-def _targets(ex: Explanation, n_prompt: int | None) -> list[int]:
-    """Tokens that can be explained: those with a prediction (the first token and special tokens have none)."""
-    ok = np.flatnonzero(~np.isnan(ex.scores.prob))
-    return [int(i) for i in ok if i > 0]
-
-
-def _default_token(ex: Explanation, choices: list[int], selected: int | None) -> int:
-    """The selected node's last predicted token, else the least confident token."""
-    if selected is not None:
-        mine = [int(i) for i in ex.alignment.tokens_of(selected) if int(i) in set(choices)]
-        if mine:
-            return mine[-1]
-    return min(choices, key=lambda i: (ex.scores.prob[i], i))
-
-
-def _controls(ex: Explanation, selected: int | None, n_prompt: int | None) -> dict | None:
+def _controls(ex: Explanation, selected: int | None) -> AttributionRequest | None:
     """The request the widgets describe, or None when there is nothing to explain."""
-    choices = _targets(ex, n_prompt)
+    choices = explainable_tokens(ex)
     if not choices:
         st.caption("No token of this text has a prediction to explain.")
         return None
@@ -112,8 +106,8 @@ def _controls(ex: Explanation, selected: int | None, n_prompt: int | None) -> di
     index = None
     contrast = None
     if node is None:
-        default = _default_token(ex, choices, selected)
-        index = c1.selectbox("Target token", choices, index=choices.index(default),
+        default = default_target_token(ex, selected)
+        index = c1.selectbox("Target token", choices, index=choices.index(default) if default in choices else 0,
                              format_func=lambda i: _token_label(ex, i), key="why_token")
         alternatives = [t for t in ex.scores.top_text[index] if t != ex.scores.text[index]]
         contrast = c3.selectbox("Contrast with", [NO_CONTRAST, *alternatives], key="why_contrast",
@@ -128,8 +122,8 @@ def _controls(ex: Explanation, selected: int | None, n_prompt: int | None) -> di
                    help=f"integrated gradients: {DEFAULT_STEPS} points, then twice as many until the attributions sum "
                         f"to value - baseline value within {AUTO_TOLERANCE:.0%} (at most {AUTO_MAX_STEPS} points)"):
         steps = AUTO_STEPS
-    return {"index": index, "node": node, "method": method, "steps": steps if method == "ig" else DEFAULT_STEPS,
-            "contrast": contrast}
+    return AttributionRequest(index=None if node is not None else index, node=node, method=method, steps=steps,
+                              contrast=contrast)
 
 
 def _terms(attr: Attribution) -> None:
@@ -206,19 +200,19 @@ def _full_code(rows: list[tuple[str, str]]) -> None:
 
 
 def _notes() -> None:
-    """The method notes: one line per method, one per term; the README has the details."""
+    """The method notes: one line per method, one per term; docs/why.md has the details."""
     st.markdown("##### Method notes")
     st.markdown("\n".join(f"- {MEASURES[m]}" for m in ATTRIBUTION_METHODS))
     st.markdown("\n".join(f"- {t}" for t in TERMS))
     st.caption(f"{KNOWN_ANSWERS} More in {README_NOTES}.")
 
 
-def _agreement(result: InspectorResult, ex: Explanation, asked: dict) -> None:
+def _agreement(result: InspectorResult, ex: Explanation, asked: AttributionRequest) -> None:
     """The three methods on the same target, side by side: each one's top statements and their rank correlations
     (each method computed, or read from the cache, once the button is pressed)."""
     st.markdown("**Where the methods agree**")
-    same = {k: v for k, v in asked.items() if k not in ("method", "steps")}
-    request = requested(AGREE_STATE, (explanation_key(ex), tuple(sorted(same.items()))), same,
+    same = asked.with_method(ATTRIBUTION_METHODS[0])  # the target, whichever method asked for it
+    request = requested(AGREE_STATE, (explanation_key(ex), same), same,
                         "Compare the three methods", "why_agree",
                         "Press **Compare the three methods** to attribute the same target with each method (this "
                         "runs the two others: occlusion takes one forward pass per node) and compare their top "
@@ -228,12 +222,11 @@ def _agreement(result: InspectorResult, ex: Explanation, asked: dict) -> None:
     chosen = result.settings
     views = []
     for method in ATTRIBUTION_METHODS:
-        each = {**request, "method": method,
-                "steps": asked["steps"] if method == "ig" and asked["method"] == "ig" else DEFAULT_STEPS}
+        each = asked.with_method(method)
 
-        def run(report: Callable[[str, int, int], None], each: dict = each) -> Attribution:
+        def run(report: Callable[[str, int, int], None], each: AttributionRequest = each) -> Attribution:
             return cached_attribution(result.model, chosen.trust_remote_code, chosen.device, chosen.dtype,
-                                      explanation_key(ex), ex, **each, _on_progress=report)
+                                      explanation_key(ex), ex, each, _on_progress=report)
 
         got = computed(f"Attributing ({METHOD_NAMES[method]})...", run, f"why_agree_cancel_{method}", AGREE_STATE)
         if got is None:
@@ -253,7 +246,7 @@ def _agreement(result: InspectorResult, ex: Explanation, asked: dict) -> None:
                "first; Spearman compares the signed values over the statements both methods attribute.")
 
 
-def _show(result: InspectorResult, ex: Explanation, attr: Attribution, asked: dict) -> None:
+def _show(result: InspectorResult, ex: Explanation, attr: Attribution, asked: AttributionRequest) -> None:
     _terms(attr)
     st.html(attribution_sequence_html(attr))
     tabs = st.tabs(["Partial AST (named nodes)", "Complete AST (all nodes)"])
@@ -307,7 +300,7 @@ def computed(label: str, run: Callable[[Callable[[str, int, int], None]], T], ca
         return None
 
 
-def requested(state: str, key: tuple, request: Any, label: str, button_key: str, hint: str) -> Any:
+def requested(state: str, key: tuple[object, ...], request: Any, label: str, button_key: str, hint: str) -> Any:
     """The request kept in ``st.session_state[state]`` for the explanation ``key``: the widgets' ``request`` once the
     button ``label`` is pressed, kept across reruns until another explanation is shown; None (and ``hint`` as a
     caption) before that."""
@@ -325,7 +318,7 @@ def section(result: InspectorResult, ex: Explanation, selected: int | None, n_pr
     st.subheader("Why this token?")
     st.caption("What in the code did a prediction use? Attributions are signed: green tokens and nodes raised the "
                "target, magenta ones lowered it (the confidence colours above are another scale).")
-    request = _controls(ex, selected, n_prompt)
+    request = _controls(ex, selected)
     if request is None:
         return
     key = explanation_key(ex)
@@ -336,7 +329,7 @@ def section(result: InspectorResult, ex: Explanation, selected: int | None, n_pr
         return
     chosen = result.settings
     attr = computed("Attributing...", lambda report: cached_attribution(
-        result.model, chosen.trust_remote_code, chosen.device, chosen.dtype, key, ex, **asked, _on_progress=report),
+        result.model, chosen.trust_remote_code, chosen.device, chosen.dtype, key, ex, asked, _on_progress=report),
         "why_cancel", STATE)
     if attr is None:
         return

@@ -8,11 +8,7 @@ from typing import Any, TypedDict
 
 import streamlit as st
 
-from asc.concepts import AGGREGATES
-from asc.device import DTYPES
-from asc.models import embedded_names
-from asc.paths import EXAMPLES_DIR, default_model
-from asc.syntax import LANGUAGES
+from asc import AGGREGATES, DTYPES, EXAMPLES_DIR, LANGUAGES, default_model, embedded_names
 from ui import access
 
 OTHER = "Other: Hugging Face id or local path"
@@ -96,7 +92,7 @@ def sidebar() -> Settings:
                               help="auto: the first CUDA GPU, else Apple's mps, else the CPU")
         dtype = st.selectbox("Dtype", list(DTYPES), key="dtype",
                              help="auto: bfloat16 on CUDA, float16 on mps, float32 on the CPU (half precision: "
-                                  "see the README's tolerances)")
+                                  "see docs/models.md, Half precision)")
     return Settings(model=spec, trust_remote_code=trust, language=language, aggregate=aggregate, device=device,
                     dtype=dtype)
 

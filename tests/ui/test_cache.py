@@ -99,13 +99,13 @@ def test_the_gluecode_accuracy_is_bootstrapped_once_per_change_of_the_prediction
     import os
     from types import SimpleNamespace
 
-    from probes.gluecode import runs, zeroshot
+    import probes.gluecode as gluecode  # the facade ui.cache imports them from, when called
     from ui import cache
 
     calls: list[list[str]] = []
-    monkeypatch.setattr(runs, "load_predictions", lambda path, task_set: [SimpleNamespace(task="OPS"),
-                                                                          SimpleNamespace(task="CALL")])
-    monkeypatch.setattr(zeroshot, "accuracy_table", lambda predictions: calls.append([p.task for p in predictions]))
+    monkeypatch.setattr(gluecode, "load_predictions", lambda path, task_set: [SimpleNamespace(task="OPS"),
+                                                                              SimpleNamespace(task="CALL")])
+    monkeypatch.setattr(gluecode, "accuracy_table", lambda predictions: calls.append([p.task for p in predictions]))
     file = tmp_path / "smollm2" / "algorithms-100-seed0" / "OPS-function.jsonl"
     file.parent.mkdir(parents=True)
     file.write_text("{}\n")

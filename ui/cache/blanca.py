@@ -7,12 +7,16 @@ Each loader is keyed by the :func:`~ui.cache.stamp.change_stamp` of the files it
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import streamlit as st
 
-from asc.errors import AscError
+from asc import AscError
 from ui.cache.stamp import change_stamp
+
+if TYPE_CHECKING:
+    from probes.blanca import BlancaTaskSet
 
 
 def _set_files(path: Path) -> list[Path]:
@@ -21,8 +25,8 @@ def _set_files(path: Path) -> list[Path]:
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
-def _blanca_sets(path: str, stamp: str) -> tuple[dict, dict[str, str]]:
-    from probes.blanca.build import load_task_set
+def _blanca_sets(path: str, stamp: str) -> tuple[dict[str, BlancaTaskSet], dict[str, str]]:
+    from probes.blanca import load_task_set
 
     sets, broken = {}, {}
     for folder in sorted({p.parent for p in _set_files(Path(path))}):
@@ -33,14 +37,14 @@ def _blanca_sets(path: str, stamp: str) -> tuple[dict, dict[str, str]]:
     return sets, broken
 
 
-def blanca_task_sets(path: Path) -> tuple[dict, dict[str, str]]:
+def blanca_task_sets(path: Path) -> tuple[dict[str, BlancaTaskSet], dict[str, str]]:
     """The BLANCA task sets under ``path``: ``({set name: BlancaTaskSet}, {set name: why it cannot be read})``,
     re-read when a task file or a set's ``skipped.json`` is added or rewritten (a build in progress)."""
     return _blanca_sets(str(path), change_stamp(_set_files(path)))
 
 
 def _scores_stamp(path: Path, set_name: str) -> str:
-    from probes.blanca.runs import score_folder
+    from probes.blanca import score_folder
 
     folder = score_folder(path, set_name)
     return change_stamp([*folder.glob("*/*.parquet"), *folder.glob("*/model.json")] if folder.is_dir() else [])
@@ -48,7 +52,7 @@ def _scores_stamp(path: Path, set_name: str) -> str:
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def _blanca_scores(path: str, set_name: str, stamp: str) -> pd.DataFrame:
-    from probes.blanca.runs import load_scores
+    from probes.blanca import load_scores
 
     return load_scores(path, set_name)
 
@@ -61,7 +65,7 @@ def blanca_scores(path: Path, set_name: str) -> pd.DataFrame:
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def _blanca_finetuned(path: str, set_name: str, stamp: str) -> list[str]:
-    from probes.blanca.runs import finetuned_labels
+    from probes.blanca import finetuned_labels
 
     return sorted(finetuned_labels(path, set_name))
 
@@ -73,9 +77,10 @@ def blanca_finetuned(path: Path, set_name: str) -> list[str]:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _blanca_summary(path: str, set_name: str, split: str, targets: tuple, leave_out: tuple, seed: int,
+def _blanca_summary(path: str, set_name: str, split: str, targets: tuple[tuple[str, str], ...], leave_out: tuple[str, ...],
+                    seed: int,
                     stamp: str) -> pd.DataFrame:
-    from probes.blanca.evaluate import summarize
+    from probes.blanca import summarize
 
     scores = _blanca_scores(path, set_name, stamp)
     return summarize(scores[~scores["model"].isin(leave_out)], split, targets=dict(targets), seed=seed)

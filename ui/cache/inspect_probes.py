@@ -8,29 +8,35 @@ is computed on the inspected model's slot and kept server-side (pages send only 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
 from ui.cache.models import get_bundle
 from ui.cache.stamp import change_stamp
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from probes import ProbeResult
+    from probes.codesyntax import Sample
+
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def _probe_results(path: str, stamp: str) -> list:
-    from probes.inspect.runs import load_results
+def _probe_results(path: str, stamp: str) -> list[ProbeResult]:
+    from probes.inspect import load_results
 
     return load_results(path)
 
 
-def probe_results(path: Path) -> list:
+def probe_results(path: Path) -> list[ProbeResult]:
     """Every probe result under ``path``, re-read whenever a result file is added or rewritten."""
     return _probe_results(str(path), change_stamp(path.glob("*/*.json")))
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _attention_run(path: str, stamp: str) -> Any:
-    from probes.codesyntax.attention import load_attention_run
+    from probes.codesyntax import load_attention_run
 
     return load_attention_run(path)
 
@@ -42,12 +48,12 @@ def attention_run(path: Path) -> Any:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def snippet_attention(spec: str, code: str, trust_remote_code: bool = False, device: str = "auto",
-                      dtype: str = "auto") -> tuple:
+                      dtype: str = "auto") -> tuple[Sample, np.ndarray]:
     """Word-level attention of one snippet ``(layers, heads, words, words)`` and its labels, kept server-side:
     pages send only the chosen head's matrix to the browser. The model comes from the inspected model's slot,
     called in its one form (never a second key that would evict the model users inspect)."""
-    from probes.codesyntax.attention import snippet_attention as attend
-    from probes.codesyntax.relations import extract
+    from probes.codesyntax import extract
+    from probes.codesyntax import snippet_attention as attend
 
     sample = extract(code)
     return sample, attend(get_bundle(spec, trust_remote_code, device, dtype), sample)

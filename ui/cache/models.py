@@ -20,10 +20,20 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from asc import Explanation, explain, load_model
-from asc.depth import LayerExplanation, explain_completion_layers, explain_layers, top_vocab
-from asc.generate import Completion, complete, explain_completion
-from asc.models import ModelBundle
+# asc.explain is called through the facade: `from asc import explain` names the module asc.explain to import-linter
+import asc
+from asc import (
+    Completion,
+    Explanation,
+    LayerExplanation,
+    ModelBundle,
+    complete,
+    explain_completion,
+    explain_completion_layers,
+    explain_layers,
+    load_model,
+    top_vocab,
+)
 
 log = logging.getLogger("asc.ui")
 
@@ -71,10 +81,11 @@ bundle_for = get_bundle  # the name pages used when get_bundle could be keyed tw
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_explain(spec: str, trust_remote_code: bool, source: str, language: str, aggregate: str,
                    device: str = "auto", dtype: str = "auto") -> Explanation:
-    return explain(get_bundle(spec, trust_remote_code, device, dtype), source, language=language, aggregate=aggregate)
+    return asc.explain(get_bundle(spec, trust_remote_code, device, dtype), source, language=language,
+                       aggregate=aggregate)
 
 
-def completion_key(comp: Completion) -> tuple:
+def completion_key(comp: Completion) -> tuple[str, str, bytes, bytes, bytes, int]:
     """What identifies a completion in a cache key (its text, exact ids and their offsets, the prompt's length)."""
     return comp.prompt, comp.text, comp.ids.tobytes(), comp.start.tobytes(), comp.end.tobytes(), comp.n_prompt
 

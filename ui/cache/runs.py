@@ -19,15 +19,12 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import streamlit as st
 
-from asc.corpus.digest import RunDigest
-from asc.corpus.listing import run_title
-from asc.corpus.runs import RunData, load_digest, load_run
-from asc.corpus.summary import summary_table
-from asc.errors import CorpusError
+from asc import CorpusError
+from asc.corpus import RunData, RunDigest, load_digest, load_run, run_title, summary_table
 from ui.cache.stamp import run_stamp
 
 if TYPE_CHECKING:
-    from asc.causal import CausalResult
+    from asc import CausalResult
 
 CAUSAL_KEEP = 16  # causal tables kept (oldest dropped first): a long-running app must not grow without bound
 DIGESTS_KEEP = 16  # run digests kept, likewise
@@ -51,7 +48,7 @@ def cached_run(path: Path) -> RunData:
         st.stop()
 
 
-def _keep(store: dict, key: Any, value: Any, lock: threading.Lock, most: int) -> None:
+def _keep(store: dict[Any, Any], key: Any, value: Any, lock: threading.Lock, most: int) -> None:
     with lock:
         store[key] = value
         while len(store) > most:  # dicts keep insertion order: drop the oldest
@@ -78,7 +75,7 @@ def cached_digest(path: Path) -> RunDigest:
     return digest
 
 
-def _digest_key(digest: RunDigest) -> tuple:
+def _digest_key(digest: RunDigest) -> tuple[str, tuple[tuple[str, int, int], ...]]:
     return str(digest.path), digest.parts
 
 
@@ -90,7 +87,7 @@ def cached_summary(digests: list[RunDigest], categories: tuple[str, ...], n_boot
 
 
 @st.cache_resource(show_spinner=False)
-def _causal_store() -> dict[tuple, CausalResult]:
+def _causal_store() -> dict[tuple[str, str, int, int, int, int], CausalResult]:
     return {}
 
 
@@ -99,7 +96,7 @@ def causal_result(path: Path, min_snippets: int, simulations: int, seed: int,
     """AsC-Causal of a run (:func:`asc.causal.run_causal`), cached by (results folder state, settings); shows
     progress while computing. ``refute_sample``: snippets the refuters use per concept (None:
     :data:`asc.causal.REFUTE_SAMPLE`)."""
-    from asc.causal import REFUTE_SAMPLE, run_causal
+    from asc import REFUTE_SAMPLE, run_causal
 
     refute_sample = REFUTE_SAMPLE if refute_sample is None else refute_sample
     key = (str(path), run_stamp(path), min_snippets, simulations, seed, refute_sample)
@@ -121,22 +118,22 @@ def causal_result(path: Path, min_snippets: int, simulations: int, seed: int,
 
 @st.cache_data(max_entries=12, show_spinner=False)
 def _layer_summary(path: str, label: str, stamp: str) -> pd.DataFrame:
-    from asc.corpus.depth import layer_summary
+    from asc.corpus import layer_summary
 
     return layer_summary(path, label)
 
 
 def layer_summary(path: Path, label: str) -> pd.DataFrame | None:
-    """The category x layer medians of a run made with ``--layers`` (``asc.corpus.depth.layer_summary``),
+    """The category x layer medians of a run made with ``--per-layer`` (``asc.corpus.depth.layer_summary``),
     labelled ``label``; None for a run without per-layer values. Re-read when the run gains a chunk."""
-    from asc.corpus.depth import has_layers
+    from asc.corpus import has_layers
 
     return _layer_summary(str(path), label, run_stamp(path)) if has_layers(path) else None
 
 
 @st.cache_data(max_entries=12, show_spinner=False)
 def _fork_table(path: str, label: str, n_boot: int, seed: int, stamp: str) -> pd.DataFrame:
-    from asc.corpus.forks import fork_table
+    from asc.corpus import fork_table
 
     return fork_table(path, n_boot=n_boot, seed=seed, label=label)
 
@@ -144,6 +141,6 @@ def _fork_table(path: str, label: str, n_boot: int, seed: int, stamp: str) -> pd
 def fork_table(path: Path, label: str, n_boot: int, seed: int) -> pd.DataFrame | None:
     """The fork rates per category of a run made with ``--forks`` (``asc.corpus.forks.fork_table``), labelled
     ``label``; None for a run without fork data. Re-read when the run gains a chunk."""
-    from asc.corpus.forks import has_forks
+    from asc.corpus import has_forks
 
     return _fork_table(str(path), label, n_boot, seed, run_stamp(path)) if has_forks(path) else None

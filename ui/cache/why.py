@@ -14,39 +14,30 @@ from collections.abc import Callable
 import streamlit as st
 
 from asc import Explanation
-from asc.why.attribute import Attribution, attribute
-from asc.why.corrupt import corrupt
-from asc.why.patching import Patching, patch
-from asc.why.targets import node_target
+from asc.why import Attribution, AttributionRequest, Patching, PatchingRequest
 from ui.cache.models import get_bundle
 
 Progress = Callable[[str, int, int], None]  # on_progress(stage, done, total)
+ExplanationKey = tuple[str, bytes, bytes, str, str]  # explanation_key's
 
 
-def explanation_key(ex: Explanation) -> tuple:
+def explanation_key(ex: Explanation) -> ExplanationKey:
     """What identifies an explanation in a cache key: its text, exact ids and offsets, language and aggregation."""
     s = ex.scores
     return ex.source, s.ids.tobytes(), s.start.tobytes(), ex.tree.language, ex.aggregate
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def cached_attribution(spec: str, trust_remote_code: bool, device: str, dtype: str, key: tuple, _ex: Explanation,
-                       index: int | None, node: int | None, method: str, steps: int | str,
-                       contrast: str | None, _on_progress: Progress | None = None) -> Attribution:
-    """:func:`asc.why.attribute.attribute` of token ``index`` (or of ``node``'s mean, when given) of ``_ex``, whose
-    :func:`explanation_key` is ``key``. An :class:`~asc.errors.InputError` is raised, not cached."""
-    bundle = get_bundle(spec, trust_remote_code, device, dtype)
-    target = node_target(bundle, _ex, node) if node is not None else int(index or 0)
-    return attribute(bundle, _ex.source, target, method, steps, contrast=contrast, language=_ex.tree.language,
-                     explanation=_ex, on_progress=_on_progress)
+def cached_attribution(spec: str, trust_remote_code: bool, device: str, dtype: str, key: ExplanationKey, _ex: Explanation,
+                       request: AttributionRequest, _on_progress: Progress | None = None) -> Attribution:
+    """``request`` (:class:`asc.why.AttributionRequest`) run on ``_ex``, whose :func:`explanation_key` is ``key``.
+    An :class:`~asc.errors.InputError` is raised, not cached."""
+    return request.run(get_bundle(spec, trust_remote_code, device, dtype), _ex, _on_progress)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def cached_patching(spec: str, trust_remote_code: bool, device: str, dtype: str, key: tuple, _ex: Explanation,
-                    index: int, corruption: str, spans: str, _on_progress: Progress | None = None) -> Patching:
-    """:func:`asc.why.patching.patch` of ``_ex``'s source corrupted by ``corruption`` (a ``--corrupt`` spec), target
-    token ``index``, over every layer. An :class:`~asc.errors.InputError` is raised, not cached."""
-    bundle = get_bundle(spec, trust_remote_code, device, dtype)
-    language = _ex.tree.language
-    return patch(bundle, corrupt(_ex.source, corruption, language, bundle.tokenizer), index, spans=spans,
-                 language=language, on_progress=_on_progress)
+def cached_patching(spec: str, trust_remote_code: bool, device: str, dtype: str, key: ExplanationKey, _ex: Explanation,
+                    request: PatchingRequest, _on_progress: Progress | None = None) -> Patching:
+    """``request`` (:class:`asc.why.PatchingRequest`) run on ``_ex`` over every layer. An
+    :class:`~asc.errors.InputError` is raised, not cached."""
+    return request.run(get_bundle(spec, trust_remote_code, device, dtype), _ex, _on_progress)
