@@ -1,8 +1,9 @@
-"""The command line ``python -m probes {inspect,attention,gluecode,blanca}``: what a model's layers and heads encode.
+"""The command line ``python -m probes {inspect,attention,gluecode,blanca,sae}``: what a model's layers and heads encode.
 
 One module per subcommand holds its parser and its body (``add_parser(sub)`` and ``execute(args)``): ``inspect``
 (INSPECT's layer probes; its old name ``layers`` still works, and a successful run says the new one once), ``attention`` (CodeSyntax
-attention heads), ``gluecode`` (glueCode tasks) and ``blanca`` (BLANCA: embeddings of text about code).
+attention heads), ``gluecode`` (glueCode tasks), ``blanca`` (BLANCA: embeddings of text about code) and ``sae``
+(sparse autoencoders read through the AST: ``train``, ``eval``, ``enrich``, ``show``).
 :func:`build_parser` gathers them, each with ``-v``/``--debug``; the parsing they share with ``python -m asc``
 (argument types, model options) is :mod:`asc.cli.args`, and :func:`main` runs them with
 :func:`asc.cli.runner.run`.
@@ -17,11 +18,11 @@ import argparse
 
 from asc.cli.args import Parser, subcommands
 from asc.cli.runner import main_of
-from probes.cli import attention, blanca, gluecode, inspect
+from probes.cli import attention, blanca, gluecode, inspect, sae
 
 __all__ = ["build_parser", "main"]
 
-_COMMANDS = (inspect, attention, gluecode, blanca)  # help order
+_COMMANDS = (inspect, attention, gluecode, blanca, sae)  # help order
 
 
 def build_parser() -> argparse.ArgumentParser:

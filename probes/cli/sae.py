@@ -1,0 +1,261 @@
+"""``python -m probes sae {train,eval,enrich,show}``: sparse autoencoders on the residual stream, read through the AST.
+
+* ``train --model M --layer L --corpus C --tokens N --width W --k K --out DIR``: a TopK SAE on block L's output
+  (:func:`probes.sae.train_sae`; resumable from DIR's checkpoint; a progress bar with tokens/s and the loss);
+* ``eval DIR --corpus humaneval [--json]``: variance explained, L0, dead latents, CE loss recovered;
+* ``enrich DIR --corpus humaneval [--json] [--out table.csv]``: every latent's firing per syntax category and node
+  type, selectivity with bootstrap intervals over snippets, and each category's latents ranked;
+* ``show DIR --latent I [--json]``: one latent's dashboard (top contexts with the node highlighted, histogram,
+  categories and node types, a label derived from the enrichment).
+
+``DIR`` (or ``--sae DIR``) is a folder in SAELens's layout; its model is the one ``cfg.json`` names unless
+``--model`` says otherwise, and an SAE of another model or layer stops with one line naming both. ``enrich`` and
+``show`` keep the corpus's activations in ``DIR/activations/`` (one ``.npz`` per corpus, limit and token cap).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from asc.cli.args import (
+    Subcommands,
+    add_model_options,
+    count,
+    load_bundle,
+    non_negative_int,
+    out_folder,
+    out_table,
+    path_text,
+    positive_int,
+    seed_int,
+)
+from asc.cli.runner import stage_bar
+from asc.errors import InputError
+
+if TYPE_CHECKING:
+    from asc.models import ModelBundle
+    from probes.sae import CorpusActivations, Enrichment, SparseAutoencoder
+
+__all__ = ["add_parser", "execute"]
+
+_MAX_TOKENS = 10**10  # --tokens: more than a CPU trains in a week; the cap keeps typos (an extra 0000) out
+
+
+def _common(q: argparse.ArgumentParser) -> None:
+    q.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    q.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")
+    q.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _reader(q: argparse.ArgumentParser, corpus: str = "humaneval") -> None:
+    q.add_argument("folder", nargs="?", type=path_text, metavar="DIR", help="the SAE folder (SAELens's layout)")
+    q.add_argument("--sae", type=path_text, metavar="DIR", help="the SAE folder (instead of DIR)")
+    q.add_argument("--model", default=None, help="the model (default: the one the SAE's cfg.json names)")
+    q.add_argument("--corpus", type=path_text, default=corpus, help=f"corpus to read (default {corpus})")
+    q.add_argument("--limit", type=positive_int, default=None, help="at most this many snippets")
+    q.add_argument("--max-tokens", type=positive_int, default=256, help="tokens read per snippet (the head)")
+    q.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_model_options(q)
+    _common(q)
+
+
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
+    """Add ``sae`` and its four subcommands to ``python -m probes``."""
+    p = sub.add_parser("sae", help="sparse autoencoders on the residual stream, read through the AST (train, "
+                       "eval, enrich, show)")
+    inner = p.add_subparsers(dest="sae_command", required=True, metavar="{train,eval,enrich,show}")
+    t = inner.add_parser("train", help="train a TopK SAE on the residual stream after one block (resumable)")
+    t.add_argument("--model", default="smollm2-135m", help="embedded name, folder, .gguf or hub id")
+    t.add_argument("--layer", type=non_negative_int, required=True, help="the block (from 0) whose output is read")
+    t.add_argument("--corpus", type=path_text, default="stdlib", help="corpus streamed (default stdlib)")
+    t.add_argument("--tokens", type=count(_MAX_TOKENS, "a week of CPU"), required=True, help="tokens to train on")
+    t.add_argument("--width", type=count(2**20, "SAELens's widest"), required=True, help="latents (d_sae)")
+    t.add_argument("--k", type=positive_int, required=True, help="active latents per token (TopK)")
+    t.add_argument("--out", type=out_folder, required=True, help="the SAE folder (resumed from its checkpoint)")
+    t.add_argument("--seed", type=seed_int, default=0, help="initialization and the corpus's order")
+    t.add_argument("--batch-size", type=count(2**16, "tokens per step"), default=1024, help="tokens per step")
+    t.add_argument("--lr", type=float, default=0.0, help="Adam's learning rate (default: 2e-4 / sqrt(width / 2^14))")
+    t.add_argument("--max-tokens", type=positive_int, default=256, help="tokens read per snippet (the head)")
+    t.add_argument("--checkpoint-every", type=positive_int, default=50, help="steps between checkpoints")
+    add_model_options(t)
+    _common(t)
+    t.set_defaults(func=execute_train)
+    e = inner.add_parser("eval", help="variance explained, L0, dead latents, CE loss recovered")
+    _reader(e)
+    e.set_defaults(func=execute_eval)
+    n = inner.add_parser("enrich", help="latents by syntax category and node type (selectivity, bootstrap)")
+    _reader(n)
+    n.add_argument("--out", type=out_table, default=None, help="also write the table (.csv long table, .json)")
+    n.add_argument("--top", type=positive_int, default=10, help="latents listed per category")
+    n.add_argument("--n-boot", type=count(10_000, "more resamples no longer move the interval"), default=200)
+    n.add_argument("--seed", type=seed_int, default=0, help="bootstrap seed")
+    n.set_defaults(func=execute_enrich)
+    s = inner.add_parser("show", help="one latent's dashboard: top contexts, histogram, categories, label")
+    _reader(s)
+    s.add_argument("--latent", type=non_negative_int, required=True, help="the latent (from 0)")
+    s.add_argument("--top", type=positive_int, default=10, help="contexts shown")
+    s.set_defaults(func=execute_show)
+    p.set_defaults(func=execute)
+    return p
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Run the ``sae`` subcommand chosen."""
+    status: int = args.func(args)
+    return status
+
+
+def execute_train(args: argparse.Namespace) -> int:
+    """Train (or resume) an SAE and print where it went."""
+    from asc.corpus.sources import load_corpus
+    from probes.sae import TrainSettings, train_sae
+
+    if args.k > args.width:
+        raise InputError(f"--k {args.k} is above --width {args.width}: a TopK SAE keeps at most every latent")
+    snippets = load_corpus(args.corpus)
+    bundle = load_bundle(args)
+    from asc.arch import layer_count
+
+    if args.layer >= layer_count(bundle.model):
+        raise InputError(f"--layer {args.layer} is outside {bundle.name} (layers 0 to {layer_count(bundle.model) - 1})")
+    settings = TrainSettings(model=bundle.name, layer=args.layer, corpus=args.corpus, tokens=args.tokens,
+                             width=args.width, k=args.k, seed=args.seed, batch_size=args.batch_size, lr=args.lr,
+                             max_tokens=args.max_tokens, checkpoint_every=args.checkpoint_every)
+    bar: Any = None
+    if not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=args.tokens, unit="tok", unit_scale=True, desc=f"SAE {bundle.name} layer {args.layer}")
+
+    def progress(done: int, total: int, loss: float) -> None:
+        if bar is not None:
+            bar.n = done
+            bar.set_postfix(loss=f"{loss:.4f}", refresh=True)
+
+    try:
+        result = train_sae(bundle, [s.source for s in snippets], settings, args.out, on_progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    note = " (resumed)" if result.resumed else ""
+    print(f"SAE saved to {result.folder}{note}: {result.tokens:,} tokens in {result.steps} steps, last loss "
+          f"{result.loss:.4f}, {result.seconds:.0f} s")
+    return 0
+
+
+def _sae_of(args: argparse.Namespace) -> tuple[SparseAutoencoder, Path]:
+    from probes.sae import load_sae
+
+    if (args.folder is None) == (args.sae is None):
+        raise InputError("give the SAE folder once: as DIR or as --sae DIR")
+    folder = Path(args.folder or args.sae)
+    return load_sae(folder), folder
+
+
+def _model_for(args: argparse.Namespace, sae: SparseAutoencoder) -> tuple[ModelBundle, int]:
+    from probes.sae import check_sae_for
+
+    spec = args.model or sae.cfg.model_name
+    if not spec:
+        raise InputError("the SAE's cfg.json names no model: give --model")
+    bundle = load_bundle(args, spec)
+    return bundle, check_sae_for(sae, bundle)
+
+
+def _sources(args: argparse.Namespace) -> list[str]:
+    from asc.corpus.sources import load_corpus
+
+    return [s.source for s in load_corpus(args.corpus, limit=args.limit)]
+
+
+def execute_eval(args: argparse.Namespace) -> int:
+    """Measure the SAE's quality on a corpus."""
+    from probes.sae.quality import evaluate_sae, summary_line
+
+    sae, folder = _sae_of(args)
+    sources = _sources(args)
+    bundle, layer = _model_for(args, sae)
+    update, close = stage_bar(f"SAE eval {bundle.name}", args.quiet)
+    try:
+        quality = evaluate_sae(sae, bundle, sources, layer, max_tokens=args.max_tokens,
+                               on_progress=None if update is None else lambda d, t: update("batches", d, t))
+    finally:
+        close()
+    if args.json:
+        print(json.dumps({"sae": str(folder), "model": bundle.name, "layer": layer, "corpus": args.corpus,
+                          **quality.to_dict()}, indent=1))
+    else:
+        print(f"{folder} ({bundle.name}, layer {layer}, {sae.cfg.d_sae} latents, k={sae.cfg.k}) on {args.corpus}:")
+        print(summary_line(quality))
+    return 0
+
+
+def _activations(args: argparse.Namespace, sae: SparseAutoencoder, folder: Path) -> CorpusActivations:
+    """The corpus's activations, from ``DIR/activations/`` when computed before with the same weights."""
+    from probes.sae.corpus import corpus_activations, load_activations, save_activations
+
+    weights = hashlib.sha1((folder / "sae_weights.safetensors").read_bytes()).hexdigest()
+    key: dict[str, object] = {"corpus": args.corpus, "limit": args.limit, "max_tokens": args.max_tokens,
+                              "weights": weights, "model": args.model or sae.cfg.model_name}
+    path = folder / "activations" / f"{hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]}.npz"
+    cached = load_activations(path, key)
+    if cached is not None:
+        return cached
+    sources = _sources(args)
+    bundle, layer = _model_for(args, sae)
+    update, close = stage_bar(f"SAE activations {bundle.name}", args.quiet)
+    try:
+        acts = corpus_activations(sae, bundle, sources, layer, max_tokens=args.max_tokens,
+                                  on_progress=None if update is None else lambda d, t: update("snippets", d, t))
+    finally:
+        close()
+    try:
+        save_activations(acts, path, key)
+    except OSError:
+        pass  # a read-only SAE folder: recomputed next time
+    return acts
+
+
+def _enrichment(args: argparse.Namespace, acts: CorpusActivations) -> Enrichment:
+    from probes.sae import enrich
+
+    return enrich(acts.matrix(), acts.snippet, acts.category, acts.node_type, acts.categories, acts.node_types,
+                  n_boot=getattr(args, "n_boot", 200), seed=getattr(args, "seed", 0))
+
+
+def execute_enrich(args: argparse.Namespace) -> int:
+    """Enrich every latent with the syntax it fires on."""
+    sae, folder = _sae_of(args)
+    result = _enrichment(args, _activations(args, sae, folder))
+    if args.out:
+        result.export(args.out)
+    if args.json:
+        print(json.dumps(result.to_dict(args.top), indent=1))
+        return 0
+    alive = int((result.fires > 0).sum())
+    print(f"{folder}: {result.n_latents} latents, {alive} fire on {result.n_tokens:,} tokens of {result.n_snippets} "
+          f"snippets ({args.corpus})")
+    for category in result.categories:
+        ranked = result.ranked(category, args.top)
+        shown = ", ".join(f"{r['latent']} (P {r['precision']:.2f} R {r['recall']:.2f})" for r in ranked) or "-"
+        print(f"  {category:<24} {shown}")
+    if args.out:
+        print(f"table written to {args.out}")
+    return 0
+
+
+def execute_show(args: argparse.Namespace) -> int:
+    """Print one latent's dashboard."""
+    from probes.sae import latent_card, render_card
+    from probes.sae.dashboard import check_latent
+
+    sae, folder = _sae_of(args)
+    check_latent(args.latent, sae.cfg.d_sae)
+    acts = _activations(args, sae, folder)
+    card = latent_card(acts, _enrichment(args, acts), args.latent, top=args.top)
+    print(json.dumps(card, indent=1) if args.json else render_card(card))
+    return 0
