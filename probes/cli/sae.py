@@ -55,6 +55,8 @@ def _reader(q: argparse.ArgumentParser, corpus: str = "humaneval") -> None:
     q.add_argument("folder", nargs="?", type=path_text, metavar="DIR", help="the SAE folder (SAELens's layout)")
     q.add_argument("--sae", type=path_text, metavar="DIR", help="the SAE folder (instead of DIR)")
     q.add_argument("--model", default=None, help="the model (default: the one the SAE's cfg.json names)")
+    q.add_argument("--layer", type=non_negative_int, default=None,
+                   help="the layer expected (refused when the SAE reads another)")
     q.add_argument("--corpus", type=path_text, default=corpus, help=f"corpus to read (default {corpus})")
     q.add_argument("--limit", type=positive_int, default=None, help="at most this many snippets")
     q.add_argument("--max-tokens", type=positive_int, default=256, help="tokens read per snippet (the head)")
@@ -157,13 +159,16 @@ def _sae_of(args: argparse.Namespace) -> tuple[SparseAutoencoder, Path]:
 
 
 def _model_for(args: argparse.Namespace, sae: SparseAutoencoder) -> tuple[ModelBundle, int]:
-    from probes.sae import check_sae_for
+    from probes.sae import SaeMismatchError, check_sae_for
 
     spec = args.model or sae.cfg.model_name
     if not spec:
         raise InputError("the SAE's cfg.json names no model: give --model")
+    if args.layer is not None and args.layer != sae.cfg.layer:
+        raise SaeMismatchError(f"the SAE reads layer {sae.cfg.layer} ({sae.cfg.hook_name}), not layer {args.layer}: "
+                               f"give --layer {sae.cfg.layer} or an SAE of layer {args.layer}")
     bundle = load_bundle(args, spec)
-    return bundle, check_sae_for(sae, bundle)
+    return bundle, check_sae_for(sae, bundle, args.layer)
 
 
 def _sources(args: argparse.Namespace) -> list[str]:
@@ -255,6 +260,8 @@ def execute_show(args: argparse.Namespace) -> int:
 
     sae, folder = _sae_of(args)
     check_latent(args.latent, sae.cfg.d_sae)
+    if args.layer is not None or args.model is not None:
+        _model_for(args, sae)  # another model or layer: one line before the corpus is read
     acts = _activations(args, sae, folder)
     card = latent_card(acts, _enrichment(args, acts), args.latent, top=args.top)
     print(json.dumps(card, indent=1) if args.json else render_card(card))

@@ -122,14 +122,29 @@ class NodeFeatures:
         return [(int(lat), float(v)) for lat, v in zip(self.latents[node], self.values[node], strict=True) if lat >= 0]
 
 
+def _long_states(bundle: ModelBundle, layer: int, ids: np.ndarray, max_window: int = 2048) -> torch.Tensor:
+    """(T, d) block ``layer``'s output for a sequence of any length: windows of the context's length, each after the
+    first starting half a window later and keeping only positions past the previous one (AsC-Eval's windows)."""
+    window = max(2, min(bundle.context_length, max_window))
+    if len(ids) <= window:
+        return resid_post(bundle, layer, *padded(bundle, [ids]))[0]
+    stride = window // 2
+    parts, done, start = [], 0, 0
+    while done < len(ids):
+        part = resid_post(bundle, layer, *padded(bundle, [ids[start : start + window]]))[0]
+        parts.append(part[done - start :])
+        done = start + part.shape[0]
+        start += stride
+    return torch.cat(parts)
+
+
 def features(sae: SparseAutoencoder, explanation: Explanation, bundle: ModelBundle, top: int = 5) -> NodeFeatures:
     """The strongest latents of every node of ``explanation`` (module doc); a
     :class:`probes.sae.model.SaeMismatchError` when ``sae`` is not of ``bundle``'s model."""
     layer = check_sae_for(sae, bundle)
     s = explanation.scores
     al = explanation.alignment
-    ids, mask = padded(bundle, [np.asarray(s.ids)])
-    states = resid_post(bundle, layer, ids, mask)[0]
+    states = _long_states(bundle, layer, np.asarray(s.ids))
     with torch.inference_mode():
         acts = sae.encode(states.to(next(sae.parameters()).device)).cpu().numpy()
     acts[~usable(np.asarray(s.special))] = 0.0

@@ -221,6 +221,8 @@ def train_sae(bundle: ModelBundle, sources: list[str], settings: TrainSettings, 
                  "started": started}
         write_atomic(ckpt_path, lambda tmp: torch.save(saved, tmp))
 
+    if state is not None and done >= settings.tokens and (out / CFG_FILE).exists():
+        return TrainResult(out, steps, done, loss, 0.0, True)  # finished already: nothing to do
     stream = stream_activations(bundle, settings.layer, sources, batch_size=settings.batch_size,
                                 buffer_tokens=settings.buffer_tokens, seed=settings.seed + steps, start=read,
                                 max_tokens=settings.max_tokens)
@@ -245,8 +247,7 @@ def train_sae(bundle: ModelBundle, sources: list[str], settings: TrainSettings, 
         if should_stop and should_stop():
             stopped = True
             break
-    if sae is None:
-        raise InputError(f"{out} finished already ({done:,} tokens): give more --tokens to train on, or another --out")
+    assert sae is not None  # tokens >= 1: at least one step ran, or the checkpoint held the SAE
     checkpoint()
     seconds = time.perf_counter() - t0
     _save(bundle, sae, scale, settings, out, steps=steps, done=done, loss=loss, seconds=seconds,
