@@ -318,7 +318,7 @@ def test_no_page_is_named_like_a_package_of_ours():
 #: The backend's facades: the packages whose ``__init__`` holds a curated, sorted ``__all__`` (``asc`` and ``probes``
 #: stand for their single modules too). The app (ui/, pages/, app.py) imports the backend from these only.
 FACADES = ("asc", "asc.why", "asc.corpus", "asc.branching", "asc.viz", "asc.study",
-           "probes", "probes.inspect", "probes.codesyntax", "probes.gluecode", "probes.blanca")
+           "probes", "probes.inspect", "probes.codesyntax", "probes.gluecode", "probes.blanca", "probes.sae")
 FACADE_CONTRACT = "ui imports the backend only through its facades"  # pyproject.toml's import-linter contract
 
 

@@ -160,7 +160,7 @@ def stream_activations(bundle: ModelBundle, layer: int, sources: Sequence[str], 
     held, read = 0, start
     capacity = max(buffer_tokens, 2 * batch_size)
     while True:
-        chunk = []
+        chunk: list[str] = []
         while len(chunk) < 32:
             epoch, pos = divmod(read + len(chunk), n)
             chunk.append(sources[int(order(epoch)[pos])])

@@ -49,7 +49,8 @@ def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _f1(p: np.ndarray, r: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         f = 2 * p * r / (p + r)
-    return np.nan_to_num(f, nan=0.0)
+    out: np.ndarray = np.nan_to_num(f, nan=0.0)
+    return out
 
 
 @dataclass(frozen=True)

@@ -237,7 +237,9 @@ def load_sae(folder: str | Path) -> SparseAutoencoder:
         if got != shape:
             raise InputError(f"{where}: {key} is {got or 'missing'}, but cfg.json's d_in={cfg.d_in} and "
                              f"d_sae={cfg.d_sae} need {shape}: the weights are of another SAE width")
-    return SparseAutoencoder(cfg, weights).eval()
+    sae = SparseAutoencoder(cfg, weights)
+    sae.eval()
+    return sae
 
 
 def _key(name: str) -> str:

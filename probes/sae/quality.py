@@ -76,6 +76,29 @@ def _batches(snippets: Sequence[EncodedSnippet], budget: int) -> list[list[int]]
     return out
 
 
+def _three_runs(bundle: ModelBundle, sae: SparseAutoencoder, layer: int, ids: torch.Tensor, mask: torch.Tensor,
+                use: torch.Tensor, ce: dict[str, float]) -> torch.Tensor:
+    """Add the clean, SAE-spliced and zero-ablated cross-entropies of one batch to ``ce``; block ``layer``'s clean
+    output (B, T, d)."""
+    kept: list[torch.Tensor] = []
+    device = next(sae.parameters()).device
+
+    def record(h: torch.Tensor) -> torch.Tensor:
+        kept.append(h.detach().float())
+        return h
+
+    def reconstruct(h: torch.Tensor) -> torch.Tensor:
+        return torch.where(use[..., None], sae(h.float().to(device)).to(h.device), h.float())
+
+    def zero(h: torch.Tensor) -> torch.Tensor:
+        return torch.where(use[..., None], torch.zeros_like(h), h)
+
+    for name, fn in (("clean", record), ("sae", reconstruct), ("zero", zero)):
+        with splice(bundle, layer, fn):
+            ce[name] += float(_ce(bundle, ids, mask, use))
+    return kept[0]
+
+
 def evaluate_sae(sae: SparseAutoencoder, bundle: ModelBundle, sources: Sequence[str], layer: int, *,
                  max_tokens: int = 256, budget: int = 512,
                  on_progress: Callable[[int, int], None] | None = None) -> SaeQuality:
@@ -95,23 +118,9 @@ def evaluate_sae(sae: SparseAutoencoder, bundle: ModelBundle, sources: Sequence[
         use = torch.zeros(ids.shape, dtype=torch.bool, device=ids.device)
         for r, snip in enumerate(rows):
             use[r, : snip.n_tokens] = torch.from_numpy(usable(snip.special))
-        kept: list[torch.Tensor] = []
-
-        def record(h: torch.Tensor) -> torch.Tensor:
-            kept.append(h.detach().float())
-            return h
-
-        def reconstruct(h: torch.Tensor) -> torch.Tensor:
-            return torch.where(use[..., None], sae(h.float().to(device)).to(h.device), h.float())
-
-        def zero(h: torch.Tensor) -> torch.Tensor:
-            return torch.where(use[..., None], torch.zeros_like(h), h)
-
         with bundle.lock, torch.inference_mode():
-            for name, fn in (("clean", record), ("sae", reconstruct), ("zero", zero)):
-                with splice(bundle, layer, fn):
-                    ce[name] += float(_ce(bundle, ids, mask, use))
-            x = kept[0][use].to(device)
+            kept = _three_runs(bundle, sae, layer, ids, mask, use, ce)
+            x = kept[use].to(device)
             acts = sae.encode(x)
             recon = sae.decode(acts)
         x64 = x.double().cpu()
