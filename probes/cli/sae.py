@@ -143,6 +143,9 @@ def execute_train(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    if result.resumed and result.seconds == 0:
+        print(f"{result.folder} is trained already ({result.tokens:,} tokens): give more --tokens to go on")
+        return 0
     note = " (resumed)" if result.resumed else ""
     print(f"SAE saved to {result.folder}{note}: {result.tokens:,} tokens in {result.steps} steps, last loss "
           f"{result.loss:.4f}, {result.seconds:.0f} s")

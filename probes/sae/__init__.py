@@ -16,7 +16,7 @@ CLI: ``python -m probes sae {train,eval,enrich,show}``.
 
 from probes.sae.corpus import CorpusActivations, corpus_activations
 from probes.sae.dashboard import NodeFeatures, features, latent_card, render_card
-from probes.sae.enrich import Enrichment, enrich
+from probes.sae.enrichment import Enrichment, enrich
 from probes.sae.model import SaeConfig, SaeMismatchError, SparseAutoencoder, check_sae_for, load_sae, save_sae
 from probes.sae.quality import SaeQuality, evaluate_sae
 from probes.sae.train import TrainResult, TrainSettings, train_sae

@@ -1,10 +1,10 @@
 """Feature dashboards, offline: one latent's top contexts, histogram, categories and label; a snippet's nodes' latents.
 
 :func:`latent_card` gathers, for latent ``I`` of an SAE on a corpus (:class:`probes.sae.corpus.CorpusActivations`
-and its :class:`probes.sae.enrich.Enrichment`): the ``top`` tokens where it is most active, each with its source
+and its :class:`probes.sae.enrichment.Enrichment`): the ``top`` tokens where it is most active, each with its source
 line and the node it is bound to highlighted (``[[...]]`` around the node's part of the line, the token's own text
 named beside it), the histogram of its non-zero activations, the categories and node types it fires on (firing rate,
-precision, tokens fired on), and the label :meth:`probes.sae.enrich.Enrichment.label` derives from the enrichment:
+precision, tokens fired on), and the label :meth:`probes.sae.enrichment.Enrichment.label` derives from the enrichment:
 the field's dashboards (Neuronpedia, SAELens's) show the same parts, with a label written by a language model; here
 the label is a rule on the syntax, and nothing is fetched.
 
@@ -26,7 +26,7 @@ import torch
 from asc.errors import InputError
 from probes.sae.activations import padded, resid_post, usable
 from probes.sae.corpus import CorpusActivations
-from probes.sae.enrich import Enrichment
+from probes.sae.enrichment import Enrichment
 from probes.sae.model import SparseAutoencoder, check_sae_for
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""probes.sae.enrich against a table computed by hand on a crafted activation matrix."""
+"""probes.sae.enrichment against a table computed by hand on a crafted activation matrix."""
 
 from __future__ import annotations
 
