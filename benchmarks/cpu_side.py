@@ -79,7 +79,7 @@ def main() -> None:
     table = fake_stats(bundle, [s.source for s in snippets], k)
     scores._forward_rows = lambda bundle, rows, k: [table[(ids.tobytes(), first)] for ids, first in rows]
     n_tokens = sum(len(scores.encode(bundle, s.source)[0]) for s in snippets)
-    pool = "workers" in inspect.signature(run_corpus).parameters
+    pool = "cpu_workers" in inspect.signature(run_corpus).parameters
     scratch = tempfile.mkdtemp(prefix="asc-cpu-side-")
     print(json.dumps({"ready": True, "tokens": n_tokens, "snippets": len(snippets), "pool": pool}), flush=True)
     try:
@@ -87,7 +87,7 @@ def main() -> None:
             words = line.split()
             if not words or words[0] != "run":
                 break
-            extra = {"workers": int(words[1])} if pool and len(words) > 1 else {}
+            extra = {"cpu_workers": int(words[1])} if pool and len(words) > 1 else {}
             out = os.path.join(scratch, f"run{n}")
             t0 = time.perf_counter()
             run_corpus(bundle, snippets, out, batch_size=args.batch_size, progress=False, **extra)

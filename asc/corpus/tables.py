@@ -1,7 +1,13 @@
 """The tables of a scored chunk of a corpus run: per snippet its rows of ``tokens``, ``nodes``, ``concepts`` and
 ``snippets`` (the layout is in :mod:`asc.corpus.runs`), and with ``--forks`` the fork columns and the ``forks``
-rows (:mod:`asc.corpus.forks`). Both engines build a chunk's tables here: the local one in its process,
-:mod:`asc.corpus.engines` in its Ray actors.
+rows (:mod:`asc.corpus.forks`). Both engines build a chunk's tables here: the local one in its process (or its
+worker processes, :mod:`asc.corpus.feed`), :mod:`asc.corpus.engines` in its Ray actors.
+
+:func:`prepared_tables` builds a chunk's tables at once from its prepared snippets (:mod:`asc.batch`): one
+aggregation per level for the whole chunk, every column made for the chunk in one go and one DataFrame per
+table. :func:`chunk_tables_reference` is the function-by-function path it replaced (an :class:`Explanation`,
+then pandas frames, per snippet), kept as the reference the equality test compares with and for ``--forks``
+runs; :func:`chunk_tables` takes scores alone and prepares the snippets itself.
 """
 
 from __future__ import annotations
@@ -12,19 +18,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from asc.align import AlignOptions
+from asc.align import AlignOptions, align
+from asc.batch import BatchValues, Prepared, explain_prepared
 from asc.branching.forks import ForkSettings
 from asc.complexity import complexity_of_tree
 from asc.concepts import GLOBAL, CategoryMap, aggregate_segments, load_categories
 from asc.corpus.forks import with_forks
 from asc.explain import Explanation, explain_scored
+from asc.scores import TokenScores
+from asc.syntax import parse
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from asc.corpus.sources import Snippet
 
-__all__ = ["chunk_tables", "snippet_tables"]
+__all__ = ["chunk_tables", "chunk_tables_reference", "prepared_tables", "snippet_tables"]
 
 
 def snippet_tables(snip: Snippet, ex: Explanation, aggregate: str) -> dict[str, pd.DataFrame]:
@@ -56,11 +65,12 @@ def snippet_tables(snip: Snippet, ex: Explanation, aggregate: str) -> dict[str, 
     return {"tokens": tok, "nodes": nodes, "concepts": concepts, "snippets": snippets}
 
 
-def chunk_tables(info: dict, chunk: Sequence[Snippet], scored: Sequence[Any], *, aggregate: str,
-                 options: AlignOptions, cmaps: dict[str, CategoryMap] | None = None,
-                 forks: ForkSettings | None = None) -> dict[str, pd.DataFrame]:
-    """The four tables (pandas DataFrames by name) of one scored chunk; ``info``: :meth:`ModelBundle.summary`.
-    With ``forks`` the fork columns and a fifth table, ``forks`` (:func:`asc.corpus.forks.with_forks`)."""
+def chunk_tables_reference(info: dict, chunk: Sequence[Snippet], scored: Sequence[Any], *, aggregate: str,
+                           options: AlignOptions, cmaps: dict[str, CategoryMap] | None = None,
+                           forks: ForkSettings | None = None) -> dict[str, pd.DataFrame]:
+    """The four tables (pandas DataFrames by name) of one scored chunk, snippet by snippet; ``info``:
+    :meth:`ModelBundle.summary`. With ``forks`` the fork columns and a fifth table, ``forks``
+    (:func:`asc.corpus.forks.with_forks`)."""
     import pandas as pd
 
     cmaps = {} if cmaps is None else cmaps
@@ -72,3 +82,83 @@ def chunk_tables(info: dict, chunk: Sequence[Snippet], scored: Sequence[Any], *,
         for table, df in (with_forks(tables, ex, forks) if forks else tables).items():
             frames.setdefault(table, []).append(df)
     return {table: pd.concat(dfs, ignore_index=True) for table, dfs in frames.items()}
+
+
+def chunk_tables(info: dict, chunk: Sequence[Snippet], scored: Sequence[Any], *, aggregate: str,
+                 options: AlignOptions, cmaps: dict[str, CategoryMap] | None = None,
+                 forks: ForkSettings | None = None) -> dict[str, pd.DataFrame]:
+    """:func:`chunk_tables_reference`'s tables from the chunk's scores (``scored``: :class:`TokenScores`), built
+    by :func:`prepared_tables` (``forks``: by the reference path)."""
+    if forks:
+        return chunk_tables_reference(info, chunk, scored, aggregate=aggregate, options=options, cmaps=cmaps,
+                                      forks=forks)
+    prepared = [_prepared_of(s, sc, options) for s, sc in zip(chunk, scored, strict=False)]
+    return prepared_tables(info, chunk[: len(prepared)], prepared, list(scored)[: len(prepared)], aggregate=aggregate,
+                           cmaps=cmaps)
+
+
+def _prepared_of(snip: Snippet, scores: Any, options: AlignOptions) -> Prepared:
+    tree = parse(scores.source, snip.language)
+    return Prepared(scores.source, snip.language, scores.ids, scores.start, scores.end, scores.special, tree,
+                    align(tree, scores.start, scores.end, scores.special, options))
+
+
+def prepared_tables(info: dict, chunk: Sequence[Snippet], prepared: Sequence[Prepared], scored: Sequence[TokenScores],
+                    *, aggregate: str, cmaps: dict[str, CategoryMap] | None = None) -> dict[str, pd.DataFrame]:
+    """The four tables of one chunk, equal to :func:`chunk_tables_reference`'s, built for the whole chunk at once
+    from its prepared snippets and their scores."""
+    import pandas as pd
+
+    cmaps = {} if cmaps is None else cmaps
+    explanations, got = explain_prepared(info, prepared, scored, aggregate, cmaps)
+    ids = [s.id for s in chunk]
+    n_tok = [s.n_tokens for s in scored]
+    cat = lambda name: np.concatenate([getattr(s, name) for s in scored])  # noqa: E731
+    top_probs = cat("top_probs")
+    top_prob = top_probs.tolist()
+    for i in np.flatnonzero(np.isnan(top_probs).any(1)).tolist():
+        top_prob[i] = [p for p in top_prob[i] if not math.isnan(p)]
+    tokens = pd.DataFrame({
+        "snippet_id": np.repeat(np.array(ids, dtype=object), n_tok).tolist(),
+        "index": np.concatenate([np.arange(n) for n in n_tok]), "text": [t for s in scored for t in s.text],
+        "start": cat("start"), "end": cat("end"), "special": cat("special"), "prob": cat("prob"),
+        "logprob": cat("logprob"), "entropy": cat("entropy"), "rank": cat("rank"),
+        "top_text": [list(x) for s in scored for x in s.top_text], "top_prob": top_prob})
+    trees = [p.tree for p in prepared]
+    node_of = lambda name: np.concatenate([getattr(t, name) for t in trees])  # noqa: E731
+    n_nodes = [t.n_nodes for t in trees]
+    nodes = pd.DataFrame({
+        "snippet_id": np.repeat(np.array(ids, dtype=object), n_nodes).tolist(),
+        "id": np.concatenate([np.arange(n) for n in n_nodes]), "type": [t for tr in trees for t in tr.type],
+        "named": node_of("named"), "start": node_of("start"), "end": node_of("end"), "parent": node_of("parent"),
+        "depth": node_of("depth"), "category": [c for ex in explanations for c in ex.node_category],
+        "is_error": node_of("is_error"), "is_missing": node_of("is_missing"),
+        "n_tokens": np.concatenate([p.alignment.counts() for p in prepared]), "value": got.values})
+    return {"tokens": tokens, "nodes": nodes, "concepts": _concepts(ids, explanations, got),
+            "snippets": pd.DataFrame([{
+                "id": snip.id, "origin": snip.origin, "name": snip.name, "language": snip.language, "line": snip.line,
+                "n_tokens": s.n_tokens, "n_nodes": t.n_nodes, "ast_levels": t.n_levels, "has_error": t.has_error,
+                "loss": s.loss, "n_windows": s.n_windows, "complexity": complexity_of_tree(t), "source": snip.source,
+            } for snip, s, t in zip(chunk, scored, trees, strict=True)])}
+
+
+def _concepts(ids: list[str], explanations: Sequence[Explanation], got: BatchValues) -> pd.DataFrame:
+    """The concepts rows of a chunk: per snippet its types (with their node counts), its categories with a value
+    (with their counts of valued nodes) and the global value, in :func:`snippet_tables`' order."""
+    import pandas as pd
+
+    n_f, n_types = len(ids), len(got.type_names)
+    type_counts = np.bincount(got.snippet * n_types + got.type_of, minlength=n_f * n_types).reshape(n_f, n_types)
+    valued = ~np.isnan(got.values) & (got.category >= 0)
+    n_cats = got.per_category.shape[1]
+    cat_counts = np.bincount((got.snippet * n_cats + got.category)[valued], minlength=n_f * n_cats).reshape(n_f, n_cats)
+    glob_counts = np.bincount(got.snippet[valued], minlength=n_f)
+    index = {name: k for k, name in enumerate(got.type_names)}
+    rows: list[tuple] = []
+    for f, (sid, ex) in enumerate(zip(ids, explanations, strict=True)):
+        rows += [(sid, "type", k, v, int(type_counts[f, index[k]])) for k, v in ex.concept_values.items()]
+        rows += [(sid, "category", k, v, int(cat_counts[f, j])) for j, (k, v) in enumerate(ex.category_values.items())
+                 if not math.isnan(v)]
+        if not math.isnan(got.per_global[f]):
+            rows.append((sid, "global", GLOBAL, float(got.per_global[f]), int(glob_counts[f])))
+    return pd.DataFrame(rows, columns=["snippet_id", "kind", "name", "value", "n_nodes"])

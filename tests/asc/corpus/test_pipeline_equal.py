@@ -28,3 +28,22 @@ def _differences(got: dict, want: dict) -> list[str]:
 @pytest.mark.parametrize("name", list(RUNS))
 def test_run_equals_the_frozen_tables(tmp_path, name):
     assert _differences(fingerprint(tiny_run(tmp_path / name, **RUNS[name])), FROZEN[name]) == []
+
+
+@pytest.mark.parametrize("aggregate", ["median", "mean", "max"])
+def test_batched_tables_equal_the_reference_frames(tiny_bos, aggregate):
+    import pandas as pd
+
+    from asc.align import AlignOptions
+    from asc.corpus.sources import load_corpus
+    from asc.corpus.tables import chunk_tables, chunk_tables_reference
+    from asc.scores import score_texts
+
+    chunk = load_corpus("humaneval", limit=10)
+    scored = score_texts(tiny_bos, [s.source for s in chunk])
+    info, options = tiny_bos.summary(), AlignOptions()
+    want = chunk_tables_reference(info, chunk, scored, aggregate=aggregate, options=options)
+    got = chunk_tables(info, chunk, scored, aggregate=aggregate, options=options)
+    assert list(got) == list(want)
+    for table in want:
+        pd.testing.assert_frame_equal(got[table], want[table], check_exact=True)
