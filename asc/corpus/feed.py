@@ -112,17 +112,16 @@ def _prepare_chunk(chunk: Sequence[Snippet], tokenizer: Any = None, options: Ali
 
 
 def _finish_chunk(chunk: Sequence[Snippet], prepared: Sequence[Prepared], plans: list, stats: list, k: int,
-                  state: dict[str, Any] | None = None, as_bytes: bool = True) -> dict[str, Any]:
-    """A chunk's tables from its window rows' statistics (Parquet bytes, or DataFrames with ``as_bytes`` False)."""
-    from asc.corpus.runs import parquet_bytes
-    from asc.corpus.tables import prepared_tables
+                  state: dict[str, Any] | None = None) -> dict[str, bytes]:
+    """A chunk's tables, as Parquet bytes, from its window rows' statistics."""
+    from asc.corpus.tables import prepared_parts
     from asc.scores import fill_scores, vocab_array
 
     state = state if state is not None else _WORKER
-    scored = fill_scores([p.item for p in prepared], plans, stats, k, vocab_array(state["tokenizer"], state["vocab"]))
-    tables = prepared_tables(state["info"], chunk, prepared, scored, aggregate=state["aggregate"],
-                             cmaps=state["cmaps"])
-    return {t: parquet_bytes(df) for t, df in tables.items()} if as_bytes else tables
+    texts = vocab_array(state["tokenizer"], state["vocab"])
+    scored = fill_scores([p.item for p in prepared], plans, stats, k, texts)
+    return prepared_parts(state["info"], chunk, prepared, scored, texts, aggregate=state["aggregate"],
+                          cmaps=state["cmaps"])
 
 
 # ---------------------------------------------------------------------------------------------- the feed
@@ -168,14 +167,14 @@ class ChunkFeed:
 
     def tables(self, chunks: Sequence[Sequence[Snippet]],
                should_stop: Callable[[], bool] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
-        """``(chunk number, tables)`` per chunk, in order: DataFrames in process, Parquet bytes from a pool.
+        """``(chunk number, tables as Parquet bytes)`` per chunk, in order.
         ``should_stop()`` is asked before each chunk's forward passes; chunks already scored are still given."""
         if self.pool is None:
             for i, chunk in enumerate(chunks):
                 if should_stop is not None and should_stop():
                     return
                 prepared = _prepare_chunk(chunk, self.state["tokenizer"], self.options)
-                yield i, _finish_chunk(chunk, prepared, *self._forward(prepared), self.k, self.state, as_bytes=False)
+                yield i, _finish_chunk(chunk, prepared, *self._forward(prepared), self.k, self.state)
             return
         pool, ahead = self.pool, 2 * self.workers
         preparing: deque[Future] = deque()

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from asc.corpus.sources import Snippet
 
-__all__ = ["chunk_tables", "chunk_tables_reference", "prepared_tables", "snippet_tables"]
+__all__ = ["chunk_tables", "chunk_tables_reference", "prepared_parts", "prepared_tables", "snippet_tables"]
 
 
 def snippet_tables(snip: Snippet, ex: Explanation, aggregate: str) -> dict[str, pd.DataFrame]:
@@ -103,10 +103,57 @@ def _prepared_of(snip: Snippet, scores: Any, options: AlignOptions) -> Prepared:
                     align(tree, scores.start, scores.end, scores.special, options))
 
 
+def prepared_parts(info: dict, chunk: Sequence[Snippet], prepared: Sequence[Prepared], scored: Sequence[TokenScores],
+                   texts: np.ndarray, *, aggregate: str, cmaps: dict[str, CategoryMap] | None = None) -> dict[str, bytes]:
+    """:func:`prepared_tables` as the Parquet bytes of each table (what :func:`asc.corpus.runs.write_chunk` takes),
+    the same bytes ``DataFrame.to_parquet`` writes. The tokens' list columns (``top_text``, ``top_prob``) go
+    straight from the arrays of the top-k ids and probabilities into Arrow lists (``texts``: the vocabulary's,
+    :func:`asc.scores.vocab_array`), instead of through a Python list per token."""
+    from asc.corpus.runs import parquet_bytes
+
+    frames = prepared_tables(info, chunk, prepared, scored, aggregate=aggregate, cmaps=cmaps, lists=False)
+    return {t: _tokens_bytes(df, scored, texts) if t == "tokens" else parquet_bytes(df) for t, df in frames.items()}
+
+
+def _tokens_bytes(frame: pd.DataFrame, scored: Sequence[TokenScores], texts: np.ndarray) -> bytes:
+    """The tokens table's Parquet bytes from its frame without the list columns, and the chunk's top-k arrays. The
+    schema (types and pandas metadata) is pandas' own, taken from one row converted the usual way."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from asc.corpus.runs import parquet_bytes
+
+    top_ids = np.concatenate([s.top_ids for s in scored])
+    probs = np.concatenate([s.top_probs for s in scored])
+    has_id, has_p = top_ids >= 0, ~np.isnan(probs)
+    full = np.flatnonzero(has_id.any(1) & has_p.any(1))
+    if not len(full):  # no token with alternatives: pandas infers the list columns' types from none
+        return parquet_bytes(frame.assign(
+            top_text=[[str(texts[i]) for i in r[r >= 0]] for r in top_ids],
+            top_prob=[[float(p) for p in r[~np.isnan(r)]] for r in probs]))
+    row = int(full[0])
+    sample = frame.iloc[row : row + 1].assign(top_text=[texts[top_ids[row][has_id[row]]].tolist()],
+                                              top_prob=[probs[row][has_p[row]].tolist()])
+    schema = pa.Table.from_pandas(sample, preserve_index=False).schema
+    body = pa.Table.from_pandas(frame, preserve_index=False)
+
+    def lists(flat: np.ndarray, has: np.ndarray, name: str) -> pa.Array:
+        offsets = np.concatenate([[0], np.cumsum(has.sum(1))]).astype(np.int32)
+        return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=schema.field(name).type.value_type))
+
+    table = pa.Table.from_arrays([*body.columns, lists(texts[top_ids[has_id]], has_id, "top_text"),
+                                  lists(probs[has_p], has_p, "top_prob")], schema=schema)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="snappy")
+    return bytes(sink.getvalue().to_pybytes())
+
+
 def prepared_tables(info: dict, chunk: Sequence[Snippet], prepared: Sequence[Prepared], scored: Sequence[TokenScores],
-                    *, aggregate: str, cmaps: dict[str, CategoryMap] | None = None) -> dict[str, pd.DataFrame]:
+                    *, aggregate: str, cmaps: dict[str, CategoryMap] | None = None,
+                    lists: bool = True) -> dict[str, pd.DataFrame]:
     """The four tables of one chunk, equal to :func:`chunk_tables_reference`'s, built for the whole chunk at once
-    from its prepared snippets and their scores."""
+    from its prepared snippets and their scores (``lists`` False: the tokens without ``top_text`` and ``top_prob``,
+    which :func:`prepared_parts` adds as Arrow lists)."""
     import pandas as pd
 
     cmaps = {} if cmaps is None else cmaps
@@ -114,21 +161,22 @@ def prepared_tables(info: dict, chunk: Sequence[Snippet], prepared: Sequence[Pre
     ids = [s.id for s in chunk]
     n_tok = [s.n_tokens for s in scored]
     cat = lambda name: np.concatenate([getattr(s, name) for s in scored])  # noqa: E731
-    top_probs = cat("top_probs")
-    top_prob = top_probs.tolist()
-    for i in np.flatnonzero(np.isnan(top_probs).any(1)).tolist():
-        top_prob[i] = [p for p in top_prob[i] if not math.isnan(p)]
     tokens = pd.DataFrame({
-        "snippet_id": np.repeat(np.array(ids, dtype=object), n_tok).tolist(),
+        "snippet_id": np.repeat(np.array(ids, dtype=object), n_tok),
         "index": np.concatenate([np.arange(n) for n in n_tok]), "text": [t for s in scored for t in s.text],
         "start": cat("start"), "end": cat("end"), "special": cat("special"), "prob": cat("prob"),
-        "logprob": cat("logprob"), "entropy": cat("entropy"), "rank": cat("rank"),
-        "top_text": [list(x) for s in scored for x in s.top_text], "top_prob": top_prob})
+        "logprob": cat("logprob"), "entropy": cat("entropy"), "rank": cat("rank")})
+    if lists:
+        top_probs = cat("top_probs")
+        top_prob = top_probs.tolist()
+        for i in np.flatnonzero(np.isnan(top_probs).any(1)).tolist():
+            top_prob[i] = [p for p in top_prob[i] if not math.isnan(p)]
+        tokens = tokens.assign(top_text=[list(x) for s in scored for x in s.top_text], top_prob=top_prob)
     trees = [p.tree for p in prepared]
     node_of = lambda name: np.concatenate([getattr(t, name) for t in trees])  # noqa: E731
     n_nodes = [t.n_nodes for t in trees]
     nodes = pd.DataFrame({
-        "snippet_id": np.repeat(np.array(ids, dtype=object), n_nodes).tolist(),
+        "snippet_id": np.repeat(np.array(ids, dtype=object), n_nodes),
         "id": np.concatenate([np.arange(n) for n in n_nodes]), "type": [t for tr in trees for t in tr.type],
         "named": node_of("named"), "start": node_of("start"), "end": node_of("end"), "parent": node_of("parent"),
         "depth": node_of("depth"), "category": [c for ex in explanations for c in ex.node_category],
@@ -155,10 +203,11 @@ def _concepts(ids: list[str], explanations: Sequence[Explanation], got: BatchVal
     glob_counts = np.bincount(got.snippet[valued], minlength=n_f)
     index = {name: k for k, name in enumerate(got.type_names)}
     rows: list[tuple] = []
-    for f, (sid, ex) in enumerate(zip(ids, explanations, strict=True)):
-        rows += [(sid, "type", k, v, int(type_counts[f, index[k]])) for k, v in ex.concept_values.items()]
-        rows += [(sid, "category", k, v, int(cat_counts[f, j])) for j, (k, v) in enumerate(ex.category_values.items())
+    for sid, ex, types, cats, glob, n_glob in zip(ids, explanations, type_counts.tolist(), cat_counts.tolist(),
+                                                  got.per_global.tolist(), glob_counts.tolist(), strict=True):
+        rows += [(sid, "type", k, v, types[index[k]]) for k, v in ex.concept_values.items()]
+        rows += [(sid, "category", k, v, cats[j]) for j, (k, v) in enumerate(ex.category_values.items())
                  if not math.isnan(v)]
-        if not math.isnan(got.per_global[f]):
-            rows.append((sid, "global", GLOBAL, float(got.per_global[f]), int(glob_counts[f])))
+        if not math.isnan(glob):
+            rows.append((sid, "global", GLOBAL, glob, n_glob))
     return pd.DataFrame(rows, columns=["snippet_id", "kind", "name", "value", "n_nodes"])

@@ -47,3 +47,19 @@ def test_batched_tables_equal_the_reference_frames(tiny_bos, aggregate):
     assert list(got) == list(want)
     for table in want:
         pd.testing.assert_frame_equal(got[table], want[table], check_exact=True)
+
+
+def test_parts_are_the_bytes_pandas_writes(tiny_bos):
+    from asc.batch import prepare, score_prepared
+    from asc.corpus.runs import parquet_bytes
+    from asc.corpus.sources import load_corpus
+    from asc.corpus.tables import prepared_parts, prepared_tables
+    from asc.scores import model_vocab, vocab_array
+
+    chunk = load_corpus("humaneval", limit=6)
+    prepared = [prepare(tiny_bos.tokenizer, s.source) for s in chunk]
+    scored = score_prepared(tiny_bos, prepared)
+    frames = prepared_tables(tiny_bos.summary(), chunk, prepared, scored, aggregate="median")
+    parts = prepared_parts(tiny_bos.summary(), chunk, prepared, scored,
+                           vocab_array(tiny_bos.tokenizer, model_vocab(tiny_bos)), aggregate="median")
+    assert {t: parquet_bytes(df) for t, df in frames.items()} == parts
