@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["batch_stats", "eager_stats", "token_stats"]
+__all__ = ["batch_stats", "eager_stats", "fused_stats", "token_stats"]
 
 
 def _stats(logits, targets, k: int):
@@ -55,7 +55,7 @@ def token_stats(logits: Any, targets: Any, k: int, budget: int) -> list[np.ndarr
 
     if k == kernels.TOP and kernels.available(logits):
         try:
-            return _fused_stats(logits, targets)
+            return fused_stats(logits, targets)
         except Exception as err:  # a kernel that fails to compile or launch: the eager path, for good
             kernels.disable(err)
     return eager_stats(logits, targets, k, budget)
@@ -78,7 +78,7 @@ def _eager_tensors(logits: Any, targets: Any, k: int, budget: int) -> list[Any]:
     return [torch.cat([p[j] for p in parts]) for j in range(5)]
 
 
-def _fused_stats(logits: Any, targets: Any) -> list[np.ndarray]:
+def fused_stats(logits: Any, targets: Any) -> list[np.ndarray]:
     """:func:`token_stats` by the one-pass kernel of :mod:`asc.kernels` (the logits read once, as they are, with
     no float32 copy); the same five arrays as the eager path."""
     from asc.kernels import row_stats

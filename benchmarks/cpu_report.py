@@ -79,7 +79,7 @@ def cpu_side_report(against: str | None, rounds: int, limit: int | None, batch_s
             setups.insert(0, (f"{against}, one process", old, 0))
         times: dict[str, list[float]] = {name: [] for name, _, _ in setups}
         try:
-            for name, child, workers in setups:  # warm-up: first-call caches
+            for _name, child, workers in setups:  # warm-up: first-call caches
                 child.run(workers)
             for r in range(rounds):
                 for name, child, workers in setups[r % len(setups):] + setups[: r % len(setups)]:

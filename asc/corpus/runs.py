@@ -66,7 +66,7 @@ from asc.corpus.resume import (
     writer_lock,
 )
 from asc.corpus.sources import Snippet
-from asc.corpus.tables import chunk_tables, chunk_tables_reference
+from asc.corpus.tables import chunk_tables, chunk_tables_reference, parquet_bytes
 from asc.device import model_device
 from asc.errors import CorpusError, InputError
 from asc.lens import lens_scores
@@ -238,15 +238,6 @@ def plan_run(model: dict, snippets: Sequence[Snippet], out: Path, *, corpus: str
         log.info("resuming %s: %d snippets already done, %d to go", out, len(snippets) - len(todo), len(todo))
     return RunPlan(out=out, meta=meta, todo=todo, n_done=len(snippets) - len(todo), n_planned=len(snippets),
                    next_part=part)
-
-
-def parquet_bytes(df: Any) -> bytes:
-    """A DataFrame as the bytes of the Parquet file :func:`write_chunk` would write (to ship it between processes)."""
-    import io
-
-    buf = io.BytesIO()
-    df.to_parquet(buf, index=False)
-    return buf.getvalue()
 
 
 def write_chunk(out: Path, part: int, tables: dict[str, Any]) -> None:

@@ -33,7 +33,17 @@ if TYPE_CHECKING:
 
     from asc.corpus.sources import Snippet
 
-__all__ = ["chunk_tables", "chunk_tables_reference", "prepared_parts", "prepared_tables", "snippet_tables"]
+__all__ = ["chunk_tables", "chunk_tables_reference", "parquet_bytes", "prepared_parts", "prepared_tables",
+           "snippet_tables"]
+
+
+def parquet_bytes(df: Any) -> bytes:
+    """A DataFrame as the bytes of the Parquet file :func:`write_chunk` would write (to ship it between processes)."""
+    import io
+
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    return buf.getvalue()
 
 
 def snippet_tables(snip: Snippet, ex: Explanation, aggregate: str) -> dict[str, pd.DataFrame]:
@@ -109,7 +119,6 @@ def prepared_parts(info: dict, chunk: Sequence[Snippet], prepared: Sequence[Prep
     the same bytes ``DataFrame.to_parquet`` writes. The tokens' list columns (``top_text``, ``top_prob``) go
     straight from the arrays of the top-k ids and probabilities into Arrow lists (``texts``: the vocabulary's,
     :func:`asc.scores.vocab_array`), instead of through a Python list per token."""
-    from asc.corpus.runs import parquet_bytes
 
     frames = prepared_tables(info, chunk, prepared, scored, aggregate=aggregate, cmaps=cmaps, lists=False)
     return {t: _tokens_bytes(df, scored, texts) if t == "tokens" else parquet_bytes(df) for t, df in frames.items()}
@@ -121,7 +130,6 @@ def _tokens_bytes(frame: pd.DataFrame, scored: Sequence[TokenScores], texts: np.
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from asc.corpus.runs import parquet_bytes
 
     top_ids = np.concatenate([s.top_ids for s in scored])
     probs = np.concatenate([s.top_probs for s in scored])
