@@ -63,3 +63,32 @@ def test_parts_are_the_bytes_pandas_writes(tiny_bos):
     parts = prepared_parts(tiny_bos.summary(), chunk, prepared, scored,
                            vocab_array(tiny_bos.tokenizer, model_vocab(tiny_bos)), aggregate="median")
     assert {t: parquet_bytes(df) for t, df in frames.items()} == parts
+
+
+def test_a_pool_of_worker_processes_writes_the_same_tables(tmp_path):
+    """Two spawned workers prepare and finish the chunks (a few seconds: their start); parts come back in order."""
+    run = tiny_run(tmp_path / "pool", **RUNS["mean"], cpu_workers=2)
+    assert _differences(fingerprint(run), FROZEN["mean"]) == []
+    assert len(list((run / "snippets").glob("part-*.parquet"))) == 2  # 12 functions in chunks of 8
+
+
+def test_default_workers_spare_the_cores_a_cpu_model_uses():
+    from asc.corpus.feed import MAX_WORKERS, default_workers
+
+    assert default_workers("cpu", 64) == 0 and default_workers("cuda", 2) == 0
+    assert default_workers("cuda", 4) == 3 and default_workers("cuda", 64) == MAX_WORKERS
+
+
+def test_a_failing_write_stops_the_run_with_its_error(tmp_path):
+    from asc.corpus.feed import PartWriter
+
+    def write(part, tables):
+        raise OSError("disk full")
+
+    writer = PartWriter(write, depth=1)
+    writer.put(0, {}, 1)
+    with pytest.raises(OSError, match="disk full"):
+        for part in range(1, 5):
+            writer.put(part, {}, 1)
+        writer.close()
+    assert writer.written == []
