@@ -118,6 +118,8 @@ gpu-report-dry: setup
 # (docs/render_bench.py; a test checks)
 bench: setup
 	PYTHONPATH=. $(PY) benchmarks/bench_pipeline.py
+	# the CPU side of a corpus run alone, against the function-by-function pipeline of bb5a099 (issue 46)
+	PYTHONPATH=. $(PY) benchmarks/bench_pipeline.py --cpu-side --against bb5a099
 	PYTHONPATH=. $(PY) benchmarks/bench_probes.py
 	PYTHONPATH=. $(PY) benchmarks/bench_ray.py
 	# whole-corpus summaries and AsC-Causal at 10k/100k snippets: a real 40-function run, copied (issue 16)

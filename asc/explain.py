@@ -1,7 +1,8 @@
 """AsC-Eval for one snippet: parse + score + align + aggregate into an :class:`Explanation`.
 
 ``explain(bundle, source)`` is the entry point of the CLI's ``explain`` and of the pages. Scoring
-is one model call; everything after it is vectorized numpy. ``explain_scored`` builds the same
+is one model call; everything after it is vectorized numpy, and ``explain_many`` aggregates all its snippets at
+once (:func:`explanations_of`; ``explain_scored`` is the snippet-by-snippet path, the same values). ``explain_scored`` builds the same
 result from scores computed elsewhere (batched corpus runs, generated token ids). ``compare_snippet``
 stacks several models' explanations of one text node by node (the tree depends on the text, not on
 the tokenizer, so node values subtract directly).
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from asc.aggregate import BatchValues, batch_values
 from asc.align import Alignment, AlignOptions, align
 from asc.concepts import CategoryMap, aggregate_segments, category_label, check_aggregate, load_categories
 from asc.display import show
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_SOURCE_CHARS", "Explanation", "SnippetComparison", "check_source", "checked_tree", "compare_snippet",
            "explain",
-           "explain_many", "explain_scored", "node_values"]
+           "explain_many", "explain_scored", "explanations_of", "node_values"]
 
 # Longest snippet explained in one go: memory grows with the text (a 2 MB file took 4 GB), and a
 # per-node explanation of a whole large file is unreadable anyway. The browser view takes less (ui.guards).
@@ -250,10 +252,31 @@ def explain_many(bundle: ModelBundle, sources: Sequence[str], language: str = "p
     if trees is not None and len(trees) != len(sources):
         raise InputError(f"{len(trees)} syntax trees for {len(sources)} snippets: give one per snippet, or none")
     trees = [_tree_of(src, language, None if trees is None else trees[k]) for k, src in enumerate(sources)]
-    info = bundle.summary()
+    check_aggregate(aggregate)
+    cmap = categories or load_categories(language)
     scored = score_texts(bundle, sources, max_window=max_window)
-    return [explain_scored(info, s, language, aggregate, options, categories, tree)
-            for s, tree in zip(scored, trees, strict=True)]
+    alignments = [align(t, s.start, s.end, s.special, options) for s, t in zip(scored, trees, strict=True)]
+    return explanations_of(bundle.summary(), trees, scored, alignments, [cmap] * len(trees), aggregate)[0]
+
+
+def explanations_of(info: dict, trees: Sequence[SyntaxTree], scores: Sequence[TokenScores],
+                    alignments: Sequence[Alignment], cmaps: Sequence[CategoryMap],
+                    aggregate: str = "median") -> tuple[list[Explanation], BatchValues]:
+    """The :class:`Explanation` of each aligned, scored snippet, as :func:`explain_scored` makes it, with the
+    aggregation of all of them done at once (:func:`asc.aggregate.batch_values`), which it returns too."""
+    got = batch_values([s.prob for s in scores], trees, alignments, cmaps, aggregate)
+    out = []
+    for f, (tree, s, al, cmap) in enumerate(zip(trees, scores, alignments, cmaps, strict=True)):
+        per_type = got.per_type[f]
+        out.append(Explanation(
+            model=info, tree=tree, scores=s, alignment=al, aggregate=aggregate,
+            values=got.values[got.bounds[f] : got.bounds[f + 1]],
+            node_category=tuple(cmap.category_of(t) for t in tree.type),
+            concept_values={name: float(per_type[k]) for k, name in enumerate(got.type_names)
+                            if not np.isnan(per_type[k])},
+            category_values={c: float(got.per_category[f, k]) for k, c in enumerate(cmap.categories)},
+            categories=cmap.categories))
+    return out, got
 
 
 def explain(bundle: ModelBundle, source: str, language: str = "python", aggregate: str = "median",

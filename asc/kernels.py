@@ -2,7 +2,7 @@
 
 :func:`asc.scores.token_stats` needs, per predicted position, ``log p(target)``, the entropy of the
 predicted distribution and the rank of the target over the whole vocabulary. The eager torch path
-(:func:`asc.scores._stats`) converts the logits to float32 and makes several passes over them plus
+(:func:`asc.tokenstats._stats`) converts the logits to float32 and makes several passes over them plus
 one temporary; at Gemma-3's 262k vocabulary it ran at 99k tokens/s on an H100 and ``torch.compile``
 at 414k, while one read of the bfloat16 logits allows about 5.3M (measured on the project's H100, 2026-11-23).
 

@@ -31,9 +31,12 @@ from asc.arch import predicted, vocab_size
 from asc.device import is_oom, logit_budget, model_device
 from asc.errors import InputError, ModelLoadError
 from asc.models import ModelBundle
+from asc.tokenstats import batch_stats, eager_stats, token_stats  # noqa: F401  (re-exported)
+from asc.tokenstats import fused_stats as _fused_stats  # noqa: F401  (the name tests use)
 
 __all__ = ["DEFAULT_MAX_WINDOW", "TOP_K", "TokenScores", "encode", "forward_batches", "micro_batches", "score_ids",
-           "score_text", "score_texts", "token_stats", "vocab_text", "window_rows", "window_size"]
+           "score_text", "score_texts", "token_stats", "vocab_text", "window_rows", "window_size", "batch_stats",
+           "fill_scores", "vocab_array", "encode_with"]
 
 TOP_K = 5
 DEFAULT_MAX_WINDOW = 2048
@@ -111,7 +114,12 @@ def model_vocab(bundle: ModelBundle) -> int:
 def encode(bundle: ModelBundle, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Token ids of ``text`` with special tokens, and per token its character span and special flag:
     ``(ids, start, end, special)``, each of shape (T,). The one tokenization every score starts from."""
-    enc = bundle.tokenizer(text, add_special_tokens=True, return_offsets_mapping=True,
+    return encode_with(bundle.tokenizer, text)
+
+
+def encode_with(tokenizer: Any, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`encode` with the tokenizer alone (a worker process holds no model)."""
+    enc = tokenizer(text, add_special_tokens=True, return_offsets_mapping=True,
                            return_special_tokens_mask=True, verbose=False)
     ids = np.asarray(enc["input_ids"], dtype=np.int64)
     offsets = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
@@ -131,68 +139,6 @@ def _plan_windows(n: int, window: int) -> list[tuple[int, int, int]]:
         plans.append((begin, scored_to, begin + window))
         scored_to = begin + window
     return plans
-
-
-def _stats(logits, targets, k: int):
-    """Per-row NtP statistics from fp32 logits (n, V) and target ids (n,).
-
-    Consumes ``logits`` (shifted in place): a handful of passes over the
-    vocabulary and a single (n, V) temporary, which keeps scoring near the cost of the forward pass
-    (`make bench`). Returns logprob, entropy (nats), rank (1 = top choice), top-k ids, top-k probs.
-    """
-    import torch
-
-    tgt = logits.gather(1, targets[:, None])
-    top_v, top_i = logits.topk(k, dim=-1)
-    # rank: read from the top-k when the target is there (most code tokens), else count a full row
-    hit = top_i == targets[:, None]
-    in_top = hit.any(-1)
-    rank = (hit.int().argmax(-1) + 1).int()
-    far = (~in_top).nonzero()[:, 0]
-    if len(far):
-        rank[far] = (logits[far] > tgt[far]).sum(-1, dtype=torch.int32) + 1
-    peak = logits.amax(-1, keepdim=True)
-    shifted = logits.sub_(peak)
-    expo = shifted.exp()
-    total = expo.sum(-1, keepdim=True)
-    # H = log Z - sum(e * x) / Z over shifted logits x, Z = sum(e); nansum: 0 * -inf (masked vocab) is 0
-    entropy = total.log()[:, 0] - torch.nansum(expo.mul_(shifted), -1) / total[:, 0]
-    lse = peak + total.log()
-    return (tgt - lse)[:, 0], entropy, rank, top_i, torch.exp(top_v - lse)
-
-
-def token_stats(logits: Any, targets: Any, k: int, budget: int) -> list[np.ndarray]:
-    """Next-token statistics of the (n, V) logits (any dtype, on the model's device) for ``targets`` (n,): on CUDA
-    the one-pass kernel of :mod:`asc.kernels`, elsewhere (or if it fails) :func:`eager_stats`. Only per-token
-    results move to the CPU, as numpy arrays (logprob, entropy, rank, top-k ids, top-k probs)."""
-    from asc import kernels
-
-    if k == kernels.TOP and kernels.available(logits):
-        try:
-            return _fused_stats(logits, targets)
-        except Exception as err:  # a kernel that fails to compile or launch: the eager path, for good
-            kernels.disable(err)
-    return eager_stats(logits, targets, k, budget)
-
-
-def eager_stats(logits: Any, targets: Any, k: int, budget: int) -> list[np.ndarray]:
-    """:func:`token_stats` in plain torch on any device: row chunks converted to float32 under ``budget`` bytes."""
-    import torch
-
-    n, vocab = logits.shape
-    rows = max(1, budget // max(1, 3 * vocab * 4))
-    parts = []
-    for i in range(0, n, rows):
-        parts.append(_stats(logits[i : i + rows].float(), targets[i : i + rows], k))
-    return [torch.cat([p[j] for p in parts]).cpu().numpy() for j in range(5)]
-
-
-def _fused_stats(logits: Any, targets: Any) -> list[np.ndarray]:
-    """:func:`token_stats` by the one-pass kernel of :mod:`asc.kernels` (the logits read once, as they are, with
-    no float32 copy); the same five arrays as the eager path."""
-    from asc.kernels import row_stats
-
-    return [t.cpu().numpy() for t in row_stats(logits, targets)]
 
 
 def _plan_batches(rows: list[tuple[np.ndarray, int]], budget_tokens: int) -> list[list[int]]:
@@ -237,7 +183,8 @@ def _token_budget(bundle: ModelBundle, device) -> int:
 def _forward_rows(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]], k: int):
     """Run the model on rows of (ids, first scored position) and return per-row stats for positions
     first..len-1 (the prediction of token i comes from the logits at position i-1). Statistics are computed
-    on the model's device; a batch that runs out of memory is halved and retried."""
+    on the model's device and reach the host in one transfer per batch (:func:`batch_stats`); a batch that runs out
+    of memory is halved and retried."""
     import torch
 
     device = model_device(bundle.model)
@@ -250,12 +197,9 @@ def _forward_rows(bundle: ModelBundle, rows: list[tuple[np.ndarray, int]], k: in
         try:
             with torch.inference_mode():
                 logits = bundle.model(input_ids=ids, attention_mask=mask, use_cache=False).logits
-                got = []
-                for j, r in enumerate(chunk):
-                    seq, first = rows[r]
-                    if len(seq) > first:
-                        got.append((r, token_stats(logits[j, first - 1 : len(seq) - 1], ids[j, first : len(seq)],
-                                                      k, budget)))
+                scored = [(j, r) for j, r in enumerate(chunk) if len(rows[r][0]) > rows[r][1]]
+                got = zip([r for _, r in scored], batch_stats(
+                    logits, ids, [(j, rows[r][1], len(rows[r][0])) for j, r in scored], k, budget), strict=True)
         except (RuntimeError, MemoryError) as err:
             if not is_oom(err):
                 raise
@@ -340,7 +284,29 @@ def _score_many(bundle: ModelBundle, items, max_window: int | None) -> list[Toke
     rows, plans_per_item = window_rows([item[1] for item in items], window)
     with bundle.lock:
         stats = _forward_rows(bundle, rows, k) if rows else []
-    texts_of = vocab_text(bundle.tokenizer, model_vocab(bundle))
+    return fill_scores(items, plans_per_item, stats, k, vocab_array(bundle.tokenizer, model_vocab(bundle)))
+
+
+_VOCAB_ARRAY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def vocab_array(tokenizer: Any, size: int = 0) -> np.ndarray:
+    """:func:`vocab_text` as a numpy array of Python strings (for picking the top-k texts of every token at once),
+    made once per tokenizer and size."""
+    table = vocab_text(tokenizer, size)
+    known = _VOCAB_ARRAY.get(tokenizer)
+    if known is None or len(known) != len(table):
+        known = np.empty(len(table), dtype=object)
+        known[:] = table
+        _VOCAB_ARRAY[tokenizer] = known
+    return known
+
+
+def fill_scores(items: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+                plans_per_item: Sequence[list], stats: Sequence[Any], k: int, texts: np.ndarray) -> list[TokenScores]:
+    """The :class:`TokenScores` of ``items`` (``(source, ids, start, end, special)``) from the statistics of their
+    window rows (``stats``, in :func:`window_rows` order; None for a row with nothing scored) and the vocabulary's
+    texts (:func:`vocab_array`). Model-free: a worker process may build them."""
     results: list[TokenScores] = []
     row = 0
     for (src, ids, start, end, special), plans in zip(items, plans_per_item, strict=False):
@@ -361,9 +327,16 @@ def _score_many(bundle: ModelBundle, items, max_window: int | None) -> list[Toke
         no_pred = ~predicted(special)
         logprob[no_pred], entropy[no_pred], rank[no_pred] = np.nan, np.nan, 0
         top_ids[no_pred], top_probs[no_pred] = -1, np.nan
-        top_text = tuple(tuple(texts_of[t] for t in r if t >= 0) for r in top_ids.tolist())
         results.append(TokenScores(source=src, ids=ids, start=start, end=end, special=special,
                                    prob=np.exp(logprob), logprob=logprob, entropy=entropy, rank=rank,
-                                   top_ids=top_ids, top_probs=top_probs, top_text=top_text,
+                                   top_ids=top_ids, top_probs=top_probs, top_text=_top_text(top_ids, texts),
                                    n_windows=max(1, len(plans))))
     return results
+
+
+def _top_text(top_ids: np.ndarray, texts: np.ndarray) -> tuple[tuple[str, ...], ...]:
+    """Per token, the texts of its top-k ids (ids -1 left out), picked from ``texts`` for every token at once."""
+    picked = texts[np.maximum(top_ids, 0)].tolist()
+    for i in np.flatnonzero((top_ids < 0).any(1)).tolist():
+        picked[i] = [texts[t] for t in top_ids[i].tolist() if t >= 0]
+    return tuple(map(tuple, picked))

@@ -6,6 +6,12 @@ aggregate), interleaved over several rounds to share the machine's noise, and pr
 of the per-round overhead ratios (b)/(a) and tokens/s. Target: ratio <= 1.10. Also times the
 inspector on a 60-line function: source text to the figure objects of all three views (target:
 about a second). Written to ``docs/bench/pipeline.txt`` (:mod:`benchmarks.report`); docs/performance.md quotes it.
+
+``--cpu-side``: the CPU side of a corpus run alone (``benchmarks/cpu_side.py``: ``run_corpus`` with the model's
+statistics precomputed, so no forward pass is timed) on the GPU report's 464 functions, in one process and with a
+pool of each worker count from 1 to the machine's cores, tokens/s; with ``--against REV`` the same run of a checkout
+of REV (``git archive``, run in a child process with its ``asc`` on ``PYTHONPATH``) in the same rounds, interleaved,
+and the ratio (target: 3x bb5a099's in one process). Written to ``docs/bench/pipeline_cpu.txt``.
 """
 
 from __future__ import annotations
@@ -26,7 +32,15 @@ def main() -> None:
     ap.add_argument("--snippets", type=int, default=24)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--cpu-side", action="store_true", help="the CPU side alone (module doc)")
+    ap.add_argument("--against", default=None, help="with --cpu-side: also measure this commit, interleaved")
+    ap.add_argument("--limit", type=int, default=None, help="with --cpu-side: the first N functions only")
     args = ap.parse_args()
+    if args.cpu_side:
+        from benchmarks.cpu_report import cpu_side_report
+
+        cpu_side_report(args.against, args.rounds, args.limit, args.batch_size)
+        return
 
     import torch
     from transformers.utils import logging as hf_logging

@@ -49,7 +49,7 @@ def test_every_result_file_is_written_atomically():
     # the de-quantized model is written into a temporary folder that is then os.replace()d as a whole
     # and a run's Parquet part is serialized into memory (to ship it from a Ray actor) before write_atomic writes it
     allowed = {("asc/models.py", "save_pretrained"), ("asc/models.py", "asc-source.json"),
-               ("asc/corpus/runs.py", "to_parquet(buf, "), ("asc/corpus/depth.py", "to_parquet(buf, ")}
+               ("asc/corpus/tables.py", "to_parquet(buf, "), ("asc/corpus/depth.py", "to_parquet(buf, ")}
     bad = []
     for path in _files(*BACKEND):
         for n, line in enumerate(path.read_text().splitlines(), 1):

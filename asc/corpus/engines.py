@@ -143,7 +143,10 @@ def probe_address(address: str, timeout: float | None = None) -> None:
 
 
 class ChunkScorer:
-    """A Ray Data actor: loads the model once, then turns batches of chunks into their tables as Parquet bytes."""
+    """A Ray Data actor: loads the model once, then turns batches of chunks into their tables as Parquet bytes, by
+    the local engine's pipeline (:mod:`asc.batch`: prepared snippets, one copy of the statistics per batch, one
+    aggregation per chunk, :func:`asc.corpus.tables.prepared_parts`); ``--per-layer`` and ``--forks`` chunks
+    snippet by snippet, as the local engine does them."""
 
     def __init__(self, spec: str, trust_remote_code: bool, device: str, dtype: str, aggregate: str, options: dict,
                  max_window: int | None, threads: int, layers: bool = False, forks: dict | None = None) -> None:
@@ -168,7 +171,9 @@ class ChunkScorer:
         rows (model: the JSON of :meth:`ModelBundle.describe`)."""
         import pandas as pd
 
-        from asc.scores import score_texts
+        from asc.batch import prepare, score_prepared
+        from asc.corpus.tables import prepared_parts
+        from asc.scores import model_vocab, score_texts, vocab_array
 
         rows = []
         for part, text in zip(batch["part"], batch["chunk"], strict=True):
@@ -179,12 +184,21 @@ class ChunkScorer:
                 scored = [lens.output for lens in lenses]
                 extra[LAYERS_TABLE] = layer_bytes(chunk_layers(self.info, chunk, lenses, aggregate=self.aggregate,
                                                                options=self.options, cmaps=self.cmaps))
-            else:
+                tables = chunk_tables(self.info, chunk, scored, aggregate=self.aggregate, options=self.options,
+                                      cmaps=self.cmaps, forks=self.forks)
+                parts = {t: parquet_bytes(df) for t, df in tables.items()}
+            elif self.forks:
                 scored = score_texts(self.bundle, [s.source for s in chunk], max_window=self.max_window)
-            tables = chunk_tables(self.info, chunk, scored, aggregate=self.aggregate, options=self.options,
-                                  cmaps=self.cmaps, forks=self.forks)
-            rows.append({"part": int(part), "n": len(chunk), "model": self.model}
-                        | {t: parquet_bytes(df) for t, df in tables.items()} | extra)
+                parts = {t: parquet_bytes(df) for t, df in chunk_tables(
+                    self.info, chunk, scored, aggregate=self.aggregate, options=self.options, cmaps=self.cmaps,
+                    forks=self.forks).items()}
+            else:  # the local engine's pipeline: prepared, scored with one copy per batch, aggregated at once
+                prepared = [prepare(self.bundle.tokenizer, s.source, s.language, self.options) for s in chunk]
+                scored = score_prepared(self.bundle, prepared, self.max_window)
+                parts = prepared_parts(self.info, chunk, prepared, scored,
+                                       vocab_array(self.bundle.tokenizer, model_vocab(self.bundle)),
+                                       aggregate=self.aggregate, cmaps=self.cmaps)
+            rows.append({"part": int(part), "n": len(chunk), "model": self.model} | parts | extra)
         return pd.DataFrame(rows)
 
 

@@ -54,6 +54,7 @@ from asc.branching.forks import ForkSettings
 from asc.concepts import GLOBAL, CategoryMap, language_of, load_categories
 from asc.corpus.depth import chunk_layers, write_layers
 from asc.corpus.digest import DIGEST, RunDigest, digest_bytes, read_digest
+from asc.corpus.feed import ChunkFeed, PartWriter, default_workers
 from asc.corpus.folder import CORE_TABLES, TABLE_SPECS, RunMeta, read_meta, read_run_meta
 from asc.corpus.forks import settings_entry
 from asc.corpus.resume import (
@@ -65,7 +66,8 @@ from asc.corpus.resume import (
     writer_lock,
 )
 from asc.corpus.sources import Snippet
-from asc.corpus.tables import chunk_tables
+from asc.corpus.tables import chunk_tables, chunk_tables_reference, parquet_bytes
+from asc.device import model_device
 from asc.errors import CorpusError, InputError
 from asc.lens import lens_scores
 from asc.models import ModelBundle
@@ -238,15 +240,6 @@ def plan_run(model: dict, snippets: Sequence[Snippet], out: Path, *, corpus: str
                    next_part=part)
 
 
-def parquet_bytes(df: Any) -> bytes:
-    """A DataFrame as the bytes of the Parquet file :func:`write_chunk` would write (to ship it between processes)."""
-    import io
-
-    buf = io.BytesIO()
-    df.to_parquet(buf, index=False)
-    return buf.getvalue()
-
-
 def write_chunk(out: Path, part: int, tables: dict[str, Any]) -> None:
     """Write one chunk as part ``part`` of every table and its digest (:mod:`asc.corpus.digest`), each file
     atomically, the snippets part last (marking it done). ``tables`` maps each table (the four, and ``forks`` of a
@@ -295,8 +288,13 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
                max_window: int | None = None, progress: bool | None = None,
                on_progress: Callable[[int, int], None] | None = None,
                should_stop: Callable[[], bool] | None = None, layers: bool = False,
-               forks: ForkSettings | None = None) -> Path:
+               forks: ForkSettings | None = None, cpu_workers: int | None = None) -> Path:
     """Evaluate ``snippets`` and write/extend the run folder ``out``. Returns the folder.
+
+    The CPU's work runs beside the model's (:mod:`asc.corpus.feed`): ``cpu_workers`` worker processes tokenize, parse
+    and align the next chunks and build the finished ones' tables while the model scores, and a thread writes the
+    parts (None: :func:`asc.corpus.feed.default_workers`, none when the model is on the CPU or the machine has two
+    cores; 0: all in this process). ``--per-layer`` and ``--forks`` runs go snippet by snippet.
 
     ``layers`` scores each snippet with the logit lens and adds the ``layers/`` table (:mod:`asc.corpus.depth`);
     ``forks`` counts fork points with these thresholds (:mod:`asc.corpus.forks`).
@@ -312,31 +310,80 @@ def run_corpus(bundle: ModelBundle, snippets: Sequence[Snippet], out: str | Path
         cmaps: dict[str, CategoryMap] = {}
         info = bundle.summary()
         bar = progress_bar(progress, plan, bundle.name)
-        total_done = plan.n_done
         try:
-            for i, chunk in enumerate(plan.chunks(batch_size)):
-                if should_stop is not None and should_stop():
-                    log.info("stopped on request after %d of %d snippets", total_done, plan.n_planned)
-                    return folder
-                if layers:
-                    lenses = [lens_scores(bundle, s.source, max_window=max_window) for s in chunk]
-                    scored = [lens.output for lens in lenses]
-                    write_layers(folder, plan.next_part + i, chunk_layers(info, chunk, lenses, aggregate=aggregate,
-                                                                          options=options, cmaps=cmaps))
-                else:
-                    scored = score_texts(bundle, [s.source for s in chunk], max_window=max_window)
-                tables = chunk_tables(info, chunk, scored, aggregate=aggregate, options=options, cmaps=cmaps,
-                                      forks=forks)
-                write_chunk(folder, plan.next_part + i, tables)
-                total_done += len(chunk)
-                if bar is not None:
-                    bar.update(len(chunk))
-                if on_progress is not None:
-                    on_progress(total_done, plan.n_planned)
+            if layers or forks:
+                stopped = _run_by_snippet(bundle, plan, folder, info, cmaps, batch_size=batch_size, aggregate=aggregate,
+                                          options=options, max_window=max_window, layers=layers, forks=forks,
+                                          report=_reporter(bar, on_progress, plan), should_stop=should_stop)
+            else:
+                workers = default_workers(model_device(bundle.model).type) if cpu_workers is None else cpu_workers
+                stopped = _run_fed(bundle, plan, folder, cmaps, batch_size=batch_size, aggregate=aggregate,
+                                   options=options, max_window=max_window, workers=workers,
+                                   report=_reporter(bar, on_progress, plan), should_stop=should_stop)
         finally:
             if bar is not None:
                 bar.close()
+        if stopped:
+            log.info("stopped on request after %d of %d snippets", plan.n_done, plan.n_planned)
+            return folder
         return finish_run(plan)
+
+
+def _reporter(bar: Any, on_progress: Callable[[int, int], None] | None, plan: RunPlan) -> Callable[[int], None]:
+    """What a run calls after each chunk written (``n`` snippets): the bar, ``on_progress``, ``plan.n_done``."""
+    def report(n: int) -> None:
+        plan.n_done += n
+        if bar is not None:
+            bar.update(n)
+        if on_progress is not None:
+            on_progress(plan.n_done, plan.n_planned)
+    return report
+
+
+def _run_fed(bundle: ModelBundle, plan: RunPlan, folder: Path, cmaps: dict[str, CategoryMap], *, batch_size: int,
+             aggregate: str, options: AlignOptions, max_window: int | None, workers: int,
+             report: Callable[[int], None], should_stop: Callable[[], bool] | None) -> bool:
+    """The chunks through a :class:`~asc.corpus.feed.ChunkFeed` (``workers`` processes) to a writer thread; True when
+    ``should_stop`` ended the run early."""
+    chunks = plan.chunks(batch_size)
+    writer = PartWriter(lambda part, tables: write_chunk(folder, part, tables))
+    reported = n_given = 0
+    try:
+        with ChunkFeed(bundle, options=options, aggregate=aggregate, max_window=max_window, cmaps=cmaps,
+                       workers=workers) as feed:
+            for i, tables in feed.tables(chunks, should_stop):
+                writer.put(plan.next_part + i, tables, len(chunks[i]))
+                n_given += 1
+                for n in writer.written[reported:]:
+                    reported += 1
+                    report(n)
+    finally:
+        writer.close()
+    for n in writer.written[reported:]:
+        report(n)
+    return n_given < len(chunks)
+
+
+def _run_by_snippet(bundle: ModelBundle, plan: RunPlan, folder: Path, info: dict, cmaps: dict[str, CategoryMap], *,
+                    batch_size: int, aggregate: str, options: AlignOptions, max_window: int | None, layers: bool,
+                    forks: ForkSettings | None, report: Callable[[int], None],
+                    should_stop: Callable[[], bool] | None) -> bool:
+    """The function-by-function path (``--per-layer`` and ``--forks`` runs): each chunk scored, explained snippet by
+    snippet and written in turn; True when ``should_stop`` ended the run early."""
+    for i, chunk in enumerate(plan.chunks(batch_size)):
+        if should_stop is not None and should_stop():
+            return True
+        if layers:
+            lenses = [lens_scores(bundle, s.source, max_window=max_window) for s in chunk]
+            scored = [lens.output for lens in lenses]
+            write_layers(folder, plan.next_part + i, chunk_layers(info, chunk, lenses, aggregate=aggregate,
+                                                                  options=options, cmaps=cmaps))
+        else:
+            scored = score_texts(bundle, [s.source for s in chunk], max_window=max_window)
+        write_chunk(folder, plan.next_part + i, chunk_tables_reference(info, chunk, scored, aggregate=aggregate,
+                                                                       options=options, cmaps=cmaps, forks=forks))
+        report(len(chunk))
+    return False
 
 
 def load_run(path: str | Path, tables: tuple[str, ...] = TABLES) -> RunData:

@@ -33,7 +33,7 @@ from benchmarks.gpu import child  # noqa: E402
 SECTIONS: tuple[tuple[str, int, int], ...] = (
     ("environment", 60, 5),
     ("stats", 90, 20),
-    ("pipeline", 200, 40),
+    ("pipeline", 260, 40),
     ("pytest", 150, 30),
     ("placement", 90, 20),
     ("half", 60, 15),

@@ -9,7 +9,8 @@ real ones cost; ``.gpu/tokenizer`` is SmolLM2's (``bundle.py`` says why one toke
 - stats: next-token statistics (prob, entropy, rank, top-5) of random logits at 49k/152k/262k vocabularies: the
   fused kernel (:mod:`asc.kernels`) against the eager path and one plain read of the logits, results compared;
 - pipeline: bare forward passes against the whole AsC-Eval pipeline (``explain_many``) on the same batches, per
-  architecture, with a profile of the pipeline on the smallest model;
+  architecture, with a profile of the pipeline on the smallest model; the CPU side of a corpus run alone and with
+  pools of worker processes (``feed.py``);
 - pytest: ``pytest -m gpu`` (every command on ``--device cuda``, the kernel, loading, statistics);
 - placement: ``device_map="auto"`` spread over the GPU and the CPU, and the halving of a batch on a real CUDA
   out-of-memory error (forced by capping the process's share of GPU memory);
@@ -227,6 +228,12 @@ def pipeline(ctx: Context) -> None:
     profile = ""
     for arch, cfg in configs(ctx.dry).items():
         profile = pipeline_of(ctx, arch, cfg, texts) or profile
+    from benchmarks.gpu import feed  # the CPU side alone and the pool (issue 46)
+
+    small = bundle_of("smollm2-135m", configs(ctx.dry)["smollm2-135m"], ctx)
+    feed.measure(ctx, small, texts)
+    free(small)
+    ctx.save()
     ctx.lines += ["", "Profile of one pipeline run on smollm2-135m (by cumulative, then by own time):", "", "```",
                   *[line for line in profile.splitlines() if line.strip() and not line.startswith(("   Ordered", "   List"))],
                   "```"]
