@@ -59,7 +59,7 @@ def category_heatmap(enrichment: Enrichment, value: str = "f1", per_category: in
     custom = [[labels[j] for j in range(len(latents))] for _ in rows]
     height = max(260, 22 * len(rows) + 150)
     fig = go.Figure(go.Heatmap(
-        z=np.where(np.isnan(z), None, np.round(z, 4)).tolist(), x=[f"#{i}" for i in latents], y=names,
+        z=[[None if v != v else round(float(v), 4) for v in row] for row in z], x=[f"#{i}" for i in latents], y=names,
         customdata=custom, colorscale=LATENT_SCALE, zmin=0.0, zmax=1.0, xgap=1, ygap=1,
         colorbar={"title": {"text": value}, "thickness": 12},
         hovertemplate="category %{y}<br>latent %{x}: %{customdata}<br>" + value + " %{z:.3f}<extra></extra>"))
