@@ -109,7 +109,7 @@ hist = activation_histogram(card, width=charts.panel_px(2))
 d1.plotly_chart(hist, key="sae_hist", width=charts.panel_px(2))
 types = pd.DataFrame(card["node_types"][:12], columns=["name", "precision", "firing_rate", "tokens"])
 d2.markdown("**Node types it fires on**")
-d2.dataframe(types, hide_index=True, width="stretch", key="sae_types")
+d2.dataframe(types, hide_index=True, width="stretch", key="sae_types", height=charts.table_height(len(types)))
 
 with st.expander("Export"):
     e = st.columns(5)

@@ -154,10 +154,12 @@ Job = Callable[["ModelBundle", Progress, Callable[[], bool]], None]
 
 def sae_job(out: str | Path, *, train_corpus: str, tokens: int, width: int, k: int, corpus: str = "humaneval",
             limit: int | None = None, layer: int | None = None, max_tokens: int = 256, seed: int = 0,
-            batch_size: int = 512) -> Job:
+            batch_size: int = 512, train_limit: int | None = None) -> Job:
     """The queue's job (``call(bundle, on_progress, should_stop)``): train a TopK SAE of ``width`` latents (``k``
-    active) on ``tokens`` tokens of ``train_corpus`` at ``layer`` (default :func:`default_layer`) into ``out``, then
-    measure it on the first ``limit`` snippets of ``corpus`` (``quality.json``) and save its activations there."""
+    active) on ``tokens`` tokens of ``train_corpus`` (its first ``train_limit`` snippets) at ``layer`` (default
+    :func:`default_layer`) into ``out``, then measure it on the first ``limit`` snippets of ``corpus``
+    (``quality.json``) and save its activations there. The activation buffer holds at most ``tokens`` tokens (a
+    short run reads no more of the model than it trains on)."""
     def call(bundle: ModelBundle, on_progress: Progress, should_stop: Callable[[], bool]) -> None:
         from asc.arch import layer_count
         from asc.corpus.sources import load_corpus
@@ -165,8 +167,9 @@ def sae_job(out: str | Path, *, train_corpus: str, tokens: int, width: int, k: i
 
         at = default_layer(layer_count(bundle.model)) if layer is None else layer
         settings = TrainSettings(model=bundle.name, layer=at, corpus=train_corpus, tokens=tokens, width=width, k=k,
-                                 seed=seed, batch_size=batch_size, max_tokens=max_tokens)
-        train = [s.source for s in load_corpus(train_corpus)]
+                                 seed=seed, batch_size=batch_size, max_tokens=max_tokens,
+                                 buffer_tokens=min(16384, max(tokens, batch_size)))
+        train = [s.source for s in load_corpus(train_corpus, limit=train_limit)]
         train_sae(bundle, train, settings, out, on_progress=lambda d, t, _loss: on_progress("training", d, t),
                   should_stop=should_stop)
         if should_stop():
