@@ -47,6 +47,7 @@ else:
         st.Page("pages/causal.py", title="Causal effects", icon=":material/hub:", url_path="causal-effects"),
         st.Page("pages/probing.py", title="Layer heatmaps", icon=":material/stacks:", url_path="layer-heatmaps"),
         st.Page("pages/attention.py", title="Attention maps", icon=":material/grid_on:", url_path="attention-maps"),
+        st.Page("pages/sae.py", title="Syntax features", icon=":material/scatter_plot:", url_path="syntax-features"),
         st.Page("pages/gluecode.py", title="Benchmark tasks (glueCode)", icon=":material/checklist:",
                 url_path="benchmark-tasks"),
         st.Page("pages/blanca.py", title="Text about code (BLANCA)", icon=":material/menu_book:",
@@ -55,7 +56,7 @@ else:
     ])
     with st.sidebar:
         st.caption("AsC Studio explains code models in terms of syntax: AsC-Eval, AsC-Viz (ASTxplainer), "
-                   "layer probes (INSPECT), attention heads (CodeSyntax), benchmark tasks (glueCode), text about "
+                   "layer probes (INSPECT), attention heads (CodeSyntax), SAE latents (syntax features), benchmark tasks (glueCode), text about "
                    "code (BLANCA).")
 with gate.routed():  # a page file run outside this was started by the legacy routing (ui.gate)
     page.run()

@@ -84,6 +84,7 @@ class JobKind(StrEnum):
     ATTENTION = "attention"  # attention heads (Attention maps page)
     GLUECODE = "gluecode"  # glueCode tasks answered zero-shot (Benchmark tasks page)
     BLANCA = "blanca"  # BLANCA task sets embedded and scored (Text about code page)
+    SAE = "sae"  # a sparse autoencoder trained, measured and enriched (Syntax features page)
 
 
 @dataclass

@@ -3,7 +3,7 @@
 Widgets and calls into ``asc`` only. The model runs when "Complete" or "Explain" is pressed (results
 cached by text and settings); node clicks and the layer slider rerun only the views fragment. "Per layer" adds
 AsC-Eval from every layer's prediction (logit lens: ``ui.depth_view``); fork points, branches of a completion and
-their comparison are ``ui.branches_view``.
+their comparison are ``ui.branches_view``; the SAE latents of the selected node, ``ui.features_view``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from asc.viz import (
     tree_figure,
     weakest_table,
 )
-from ui import branches_view, cache, charts, depth_view, gate, guards, patch_view, why_view, widgets
+from ui import branches_view, cache, charts, depth_view, features_view, gate, guards, patch_view, why_view, widgets
 from ui.results import InspectorResult
 
 gate.enter()  # first: the password, the token, the study's pages (ui.gate)
@@ -220,6 +220,8 @@ def views() -> None:
         st.caption("Click a node in a tree (or pick one above) to see its tokens and outline them in the sequence view.")
     if layers is not None and layer is not None:
         depth_view.panels(layers, layer, selected)
+    with st.expander("Features (SAE latents on the selected node)"):
+        features_view.section(result, ex, selected)
     why_view.section(result, ex, selected, n_prompt)  # in the fragment: a node click retargets it
     patch_view.section(result, ex)
 

@@ -45,6 +45,7 @@ from probes import layer_job
 from probes.blanca import blanca_job
 from probes.codesyntax import attention_job
 from probes.gluecode import gluecode_job
+from probes.sae import sae_job
 from ui import access
 from ui.cache import get_job_bundle
 from ui.widgets import placement, plain, trust_remote_code
@@ -68,7 +69,11 @@ DEMO_TASK_CORPUS = "stdlib"
 DEMO_GLUECODE = ("algorithms", 24, ("function", "file"))  # the glueCode demo: corpus, items per task (half test), levels
 DEMO_BASELINE = "minilm-l6"  # the layer demo's baseline encoder (Table III), where installed
 DEMO_BLANCA = ("minilm-l6", ("R", "L", "F", "H", "U"))  # the BLANCA demo: encoder (where installed), stdlib tasks
-DEMOS = (JobKind.EVAL, CAUSAL_DEMO, JobKind.ATTENTION, JobKind.LAYERS, JobKind.BLANCA, JobKind.GLUECODE)
+# the SAE demo: a TopK SAE of DEMO_SAE_WIDTH latents (k DEMO_SAE_K) trained on DEMO_SAE_TOKENS tokens of HumanEval at
+# default_layer, then measured and enriched on its first DEMO_LIMIT functions (a first version that trained on the
+# whole stdlib corpus took 745 s from the click on a loaded 2-core CPU)
+DEMO_SAE_TOKENS, DEMO_SAE_WIDTH, DEMO_SAE_K = 8192, 512, 16
+DEMOS = (JobKind.EVAL, CAUSAL_DEMO, JobKind.ATTENTION, JobKind.LAYERS, JobKind.BLANCA, JobKind.GLUECODE, JobKind.SAE)
 DEMO_BENCH = APP_ROOT / "docs" / "bench" / "demos.txt"  # what `make bench` measured (benchmarks/bench_demos.py)
 DEMO_MARGIN = 1.5  # a button promises its measured time (click to results) times this, in whole minutes
 DEMO_UNMEASURED = 15  # minutes a button states when the bench file is absent (an installed app) or lacks the demo
@@ -165,7 +170,7 @@ def submit(kind: JobKind, model: str, label: str, out: Path, call: Callable[...,
 
 
 KIND_NAMES = {JobKind.EVAL: "corpus evaluation", JobKind.LAYERS: "layer probes", JobKind.ATTENTION: "attention scores",
-              JobKind.GLUECODE: "glueCode tasks", JobKind.BLANCA: "BLANCA tasks"}
+              JobKind.GLUECODE: "glueCode tasks", JobKind.BLANCA: "BLANCA tasks", JobKind.SAE: "sparse autoencoder"}
 
 
 def _describe(job: Job) -> str:
@@ -283,7 +288,22 @@ def describe_demo(demo: str) -> str:
     if kind is JobKind.BLANCA:
         return (f"The five BLANCA tasks scored with the embeddings of {models}: built from the Python documentation "
                 "and the standard library's classes (about 2,500 texts; the task set built once).")
+    if kind is JobKind.SAE:
+        return (f"A TopK sparse autoencoder on {models} ({DEMO_SAE_WIDTH} latents, {DEMO_SAE_K} active per token) "
+                f"trained on {DEMO_SAE_TOKENS:,} tokens of HumanEval, then measured and enriched on its first "
+                f"{DEMO_LIMIT} functions.")
     return f"AsC-Eval of the first {DEMO_LIMIT} HumanEval functions on {models}."
+
+
+def sae_root() -> Path:
+    """Where the app's SAE folders go and are listed from: ``<runs>/sae``."""
+    return runs_dir() / "sae"
+
+
+def demo_sae_folder(model: str) -> Path:
+    """The SAE demo's folder for ``model`` (under :func:`sae_root`)."""
+    name = "".join(c if c.isalnum() or c in "-_." else "-" for c in model.rsplit("/", 1)[-1])
+    return sae_root() / f"demo-{name}-w{DEMO_SAE_WIDTH}-k{DEMO_SAE_K}"
 
 
 class _Where(TypedDict):
@@ -326,6 +346,12 @@ def submit_demo(demo: str, queue: JobQueue, owner: str = "", device: str | None 
             tasks = DEMO_BLANCA[1]
             submitted.append(queue.submit_call(kind, model, f"BLANCA: {', '.join(tasks)} (stdlib)", folder,
                                                blanca_job(tasks, folder), **where))
+        elif kind is JobKind.SAE:
+            folder = demo_sae_folder(model)
+            call = sae_job(folder, train_corpus=DEMO_CORPUS, tokens=DEMO_SAE_TOKENS, width=DEMO_SAE_WIDTH,
+                           k=DEMO_SAE_K, corpus=DEMO_CORPUS, limit=DEMO_LIMIT)
+            submitted.append(queue.submit_call(kind, model, f"SAE demo: {DEMO_SAE_TOKENS:,} tokens", folder, call,
+                                               **where))
         else:
             root = attention_dir()
             call = attention_job(DEMO_CORPUS, root, spec=model, limit=DEMO_LIMIT,

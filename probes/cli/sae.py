@@ -2,7 +2,8 @@
 
 * ``train --model M --layer L --corpus C --tokens N --width W --k K --out DIR``: a TopK SAE on block L's output
   (:func:`probes.sae.train_sae`; resumable from DIR's checkpoint; a progress bar with tokens/s and the loss);
-* ``eval DIR --corpus humaneval [--json]``: variance explained, L0, dead latents, CE loss recovered;
+* ``eval DIR --corpus humaneval [--json]``: variance explained, L0, dead latents, CE loss recovered (also saved to
+  ``DIR/quality.json`` for the app);
 * ``enrich DIR --corpus humaneval [--json] [--out table.csv]``: every latent's firing per syntax category and node
   type, selectivity with bootstrap intervals over snippets, and each category's latents ranked;
 * ``show DIR --latent I [--json]``: one latent's dashboard (top contexts with the node highlighted, histogram,
@@ -16,7 +17,6 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -183,6 +183,7 @@ def _sources(args: argparse.Namespace) -> list[str]:
 def execute_eval(args: argparse.Namespace) -> int:
     """Measure the SAE's quality on a corpus."""
     from probes.sae.quality import evaluate_sae, summary_line
+    from probes.sae.store import save_quality
 
     sae, folder = _sae_of(args)
     sources = _sources(args)
@@ -193,6 +194,10 @@ def execute_eval(args: argparse.Namespace) -> int:
                                on_progress=None if update is None else lambda d, t: update("batches", d, t))
     finally:
         close()
+    try:
+        save_quality(folder, quality, args.corpus)  # the app's Syntax features page shows it
+    except OSError:
+        pass  # a read-only SAE folder
     if args.json:
         print(json.dumps({"sae": str(folder), "model": bundle.name, "layer": layer, "corpus": args.corpus,
                           **quality.to_dict()}, indent=1))
@@ -205,11 +210,10 @@ def execute_eval(args: argparse.Namespace) -> int:
 def _activations(args: argparse.Namespace, sae: SparseAutoencoder, folder: Path) -> CorpusActivations:
     """The corpus's activations, from ``DIR/activations/`` when computed before with the same weights."""
     from probes.sae.corpus import corpus_activations, load_activations, save_activations
+    from probes.sae.store import activation_key, activation_path
 
-    weights = hashlib.sha1((folder / "sae_weights.safetensors").read_bytes()).hexdigest()
-    key: dict[str, object] = {"corpus": args.corpus, "limit": args.limit, "max_tokens": args.max_tokens,
-                              "weights": weights, "model": args.model or sae.cfg.model_name}
-    path = folder / "activations" / f"{hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]}.npz"
+    key = activation_key(folder, args.corpus, args.limit, args.max_tokens, args.model or sae.cfg.model_name)
+    path = activation_path(folder, key)
     cached = load_activations(path, key)
     if cached is not None:
         return cached

@@ -9,7 +9,10 @@ Which SAE latents does a code model use for each syntax concept, and which fire 
 - :func:`corpus_activations` binds each token's latents to its syntax node and category, :func:`enrich` gives every
   latent's firing rate, mean activation and selectivity per category and node type (:class:`Enrichment`);
 - :func:`latent_card` / :func:`render_card`: one latent's offline dashboard; :func:`features`: the strongest latents
-  of every node of an :class:`asc.Explanation` (:class:`NodeFeatures`).
+  of every node of an :class:`asc.Explanation` (:class:`NodeFeatures`);
+- :func:`sae_folders`, :func:`open_report` (:class:`SaeReport`): SAE folders under a runs root, read with their saved
+  quality and activations; :func:`sae_job`: the app's job that trains, measures and enriches one;
+- figures: :func:`category_heatmap`, :func:`activation_histogram`, :func:`card_html` (a dashboard as HTML).
 
 CLI: ``python -m probes sae {train,eval,enrich,show}``.
 """
@@ -17,13 +20,26 @@ CLI: ``python -m probes sae {train,eval,enrich,show}``.
 from probes.sae.corpus import CorpusActivations, corpus_activations
 from probes.sae.dashboard import NodeFeatures, features, latent_card, render_card
 from probes.sae.enrichment import Enrichment, enrich
+from probes.sae.figures import HEATMAP_VALUES, activation_histogram, card_html, category_heatmap
 from probes.sae.model import SaeConfig, SaeMismatchError, SparseAutoencoder, check_sae_for, load_sae, save_sae
 from probes.sae.quality import SaeQuality, evaluate_sae
+from probes.sae.store import (
+    QUALITY_FILE,
+    SaeReport,
+    activation_key,
+    activation_path,
+    open_report,
+    sae_folders,
+    sae_job,
+    saved_activations,
+)
 from probes.sae.train import TrainResult, TrainSettings, train_sae
 
 __all__ = [
-    "CorpusActivations", "Enrichment", "NodeFeatures", "SaeConfig", "SaeMismatchError", "SaeQuality",
+    "HEATMAP_VALUES", "QUALITY_FILE",
+    "CorpusActivations", "Enrichment", "NodeFeatures", "SaeConfig", "SaeMismatchError", "SaeQuality", "SaeReport",
     "SparseAutoencoder", "TrainResult", "TrainSettings",
-    "check_sae_for", "corpus_activations", "enrich", "evaluate_sae", "features", "latent_card", "load_sae",
-    "render_card", "save_sae", "train_sae",
+    "activation_histogram", "activation_key", "activation_path", "card_html", "category_heatmap", "check_sae_for",
+    "corpus_activations", "enrich", "evaluate_sae", "features", "latent_card", "load_sae", "open_report",
+    "render_card", "sae_folders", "sae_job", "save_sae", "saved_activations", "train_sae",
 ]

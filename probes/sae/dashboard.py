@@ -17,7 +17,8 @@ include its descendants'). asc's classes get no method for it (asc never imports
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from asc.explain import Explanation
     from asc.models import ModelBundle
 
-__all__ = ["NodeFeatures", "check_latent", "features", "latent_card", "render_card"]
+__all__ = ["TOKEN_LATENTS", "NodeFeatures", "check_latent", "features", "latent_card", "render_card"]
 
 
 def check_latent(latent: int, d_sae: int) -> int:
@@ -108,18 +109,33 @@ def render_card(card: dict[str, Any], bar_width: int = 40) -> str:
     return "\n".join(lines)
 
 
+TOKEN_LATENTS = 64  # the most latents kept per token (a TopK SAE activates k of them)
+
+
 @dataclass(frozen=True)
 class NodeFeatures:
     """Per node of an explanation's tree: ``latents`` (N, top), the strongest latents (-1: none), and ``values``
-    (N, top) their largest activation on the node's usable tokens (NaN: none); ``layer`` the SAE's."""
+    (N, top) their largest activation on the node's usable tokens (NaN: none); ``layer`` the SAE's. Per token (T):
+    ``token_latents`` and ``token_values`` (T, m), the latents active on it and their activations (-1 and 0 pad)."""
 
     layer: int
     latents: np.ndarray
     values: np.ndarray
+    token_latents: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    token_values: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
 
     def of(self, node: int) -> list[tuple[int, float]]:
         """``(latent, activation)`` pairs of ``node``, strongest first."""
         return [(int(lat), float(v)) for lat, v in zip(self.latents[node], self.values[node], strict=True) if lat >= 0]
+
+    def on_tokens(self, latent: int, tokens: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The activation of ``latent`` on each of ``tokens`` (token indices; 0 where it is not active)."""
+        idx = np.asarray(tokens, dtype=np.int64)
+        if not len(idx) or not self.token_latents.size:
+            return np.zeros(len(idx))
+        hit = self.token_latents[idx] == latent
+        out: np.ndarray = np.where(hit, self.token_values[idx], 0.0).sum(axis=1)
+        return out
 
 
 def _long_states(bundle: ModelBundle, layer: int, ids: np.ndarray, max_window: int = 2048) -> torch.Tensor:
@@ -160,4 +176,8 @@ def features(sae: SparseAutoencoder, explanation: Explanation, bundle: ModelBund
         pick = pick[best[pick] > 0]
         latents[i, : len(pick)] = pick
         values[i, : len(pick)] = best[pick]
-    return NodeFeatures(layer, latents, values)
+    m = max(1, min(TOKEN_LATENTS, int((acts > 0).sum(axis=1).max(initial=0))))
+    order = np.argsort(-acts, axis=1, kind="stable")[:, :m]
+    kept = np.take_along_axis(acts, order, axis=1)
+    token_latents = np.where(kept > 0, order, -1).astype(np.int64)
+    return NodeFeatures(layer, latents, values, token_latents, np.where(kept > 0, kept, 0.0).astype(np.float32))

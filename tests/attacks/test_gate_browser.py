@@ -49,7 +49,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow,
 
 LEGACY = sorted("/" + p.stem for p in (ROOT / "pages").glob("*.py"))  # /attention, ..., /study_admin
 CURRENT = ["/", "/home", "/inspector", "/compare-models", "/global-asc-eval", "/causal-effects", "/layer-heatmaps",
-           "/attention-maps", "/benchmark-tasks", "/text-about-code", "/user-study", "/study-results"]
+           "/attention-maps", "/syntax-features", "/benchmark-tasks", "/text-about-code", "/user-study", "/study-results"]
 TIMEOUT = 90_000  # ms: a loaded 2-core machine
 
 

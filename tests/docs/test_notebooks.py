@@ -29,7 +29,7 @@ def _id(path: Path) -> str:
 
 
 def test_the_notebooks_are_there():
-    assert len(NOTEBOOKS) >= 4, "docs/notebooks/ holds the four example notebooks (docs/python.md)"
+    assert len(NOTEBOOKS) >= 5, "docs/notebooks/ holds the example notebooks (docs/python.md)"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_id)

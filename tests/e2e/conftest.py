@@ -44,7 +44,8 @@ def browser():
 def e2e_runs(runs_dir, tmp_path_factory):
     """A runs folder with results for every page: the two HumanEval runs of ``runs_dir`` (SmolLM2, tiny), small
     attention, layer and glueCode runs of the tiny random model (glueCode: hand-made items of five tasks, two context
-    levels) and a small real BLANCA run (MiniLM on hand-made items of the five tasks).
+    levels), a small real BLANCA run (MiniLM on hand-made items of the five tasks) and a tiny SAE of the tiny model
+    (runs/sae/tiny: its quality and activations on eight HumanEval functions).
 
     The glueCode run is the tiny model's, not SmolLM2's (a minute of CPU for the long file-level contexts): the page
     draws any run's answers the same way, and what the tests check of an item comes from the item (the answer's
@@ -55,6 +56,7 @@ def e2e_runs(runs_dir, tmp_path_factory):
     from probes.catalog import layer_job
     from probes.codesyntax.attention import run_attention
     from probes.gluecode import runs as gluecode_runs
+    from probes.sae import sae_job
     from tests.helpers import ATTENTION_CODES, gluecode_items, toy_task, write_blanca_set
     from tests.support.models import tiny_random_model
 
@@ -71,6 +73,9 @@ def e2e_runs(runs_dir, tmp_path_factory):
                                         lambda task, *_: (gluecode_items(task), {}))
     gluecode_runs.run_gluecode(tiny, items, root / "gluecode", task_set="toy-4-seed0", contexts=["function", "file"])
     run_blanca(load_model("minilm-l6"), load_task_set(write_blanca_set(root / "blanca")), root / "blanca")
+    # the Syntax features page reads SAE folders only: a tiny SAE of the tiny model, trained, measured and enriched
+    sae_job(root / "sae" / "tiny", train_corpus="humaneval", tokens=1024, width=32, k=4, limit=8,
+            batch_size=256)(tiny, lambda *_: None, lambda: False)
     return root
 
 

@@ -242,6 +242,19 @@ def test_page_figures_fit_their_panels(app_server, browser, path, title, shown, 
     page.close()
 
 
+def test_syntax_features_heatmap_and_dashboard_fit_their_panels(app_server, browser):
+    """The Syntax features page on the tiny SAE: the category x latent heatmap drawn, the dashboard's contexts with
+    their node highlighted, its histogram and tables inside their panels."""
+    from playwright.sync_api import expect
+
+    page = _open(browser, f"{app_server}/syntax-features", "Syntax features")
+    expect(page.locator(".st-key-sae_heatmap .main-svg").first).to_be_visible(timeout=WAIT_MS)
+    expect(page.locator("table.sae-contexts mark").first).to_be_visible(timeout=WAIT_MS)
+    expect(page.locator(".st-key-sae_hist .main-svg").first).to_be_visible(timeout=WAIT_MS)
+    _figures_fit(page, "syntax-features", 3)  # the heatmap, the histogram, the node types (and the ranking)
+    page.close()
+
+
 def test_gluecode_item_tree_fits_its_panel(app_server, browser):
     from playwright.sync_api import expect
 

@@ -40,6 +40,6 @@ def test_inspector_is_served_at_its_own_address(monkeypatch):
     assert next(p for p in pages if p.title == "Completion inspector").url_path == "inspector"
     assert [p.title for p in pages if p.visibility == "visible"] == [  # the sidebar's order
         "Completion inspector", "Compare models", "Global AsC-Eval", "Causal effects", "Layer heatmaps",
-        "Attention maps", "Benchmark tasks (glueCode)", "Text about code (BLANCA)", "User study", "Study results"]
+        "Attention maps", "Syntax features", "Benchmark tasks (glueCode)", "Text about code (BLANCA)", "User study", "Study results"]
     at.switch_page("pages/inspect.py").run()
     assert not at.exception and any(t.value == "Completion inspector" for t in at.title)
