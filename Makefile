@@ -99,6 +99,9 @@ SAE_DIR ?= runs/sae/smollm2-135m-L9-w4096-k32
 sae: setup
 	$(PY) -m probes sae train --model smollm2-135m --layer 9 --corpus stdlib --tokens 614400 --width 4096 --k 32 \
 	  --seed 0 --out $(SAE_DIR)
+	# its quality on HumanEval and what its latents say about syntax: docs/bench/sae.txt (docs/sae.md quotes it)
+	PYTHONPATH=. $(PY) benchmarks/bench_sae.py --folder $(SAE_DIR)
+	$(PY) docs/render_bench.py
 
 # the GPU report (docs/models.md, "GPU report"): fill .gpu/ here, then run benchmarks/gpu/run.sh on the GPU machine
 gpu-bundle: setup

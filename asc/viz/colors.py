@@ -12,8 +12,8 @@ a scale shows that scale's color bar (or a legend) naming the quantity.
   white (0) - teal (restored);
 * fork rate (0 to 1): :data:`FORK_RATE_SCALE`, white - purple (the sequence view's fork marks are purple);
 * a covariate's magnitude (the causal scatter): :data:`MAGNITUDE_SCALE`, viridis (no good or bad end);
-* how an SAE latent fires on a syntax category (F1, precision or firing rate, 0 to 1): :data:`LATENT_SCALE`, cividis
-  (dark blue-grey, never - yellow, always);
+* how an SAE latent fires on a syntax category (F1, precision or firing rate, 0 to 1): :data:`LATENT_SCALE`,
+  (white, never - orange, always);
 * one model's series: :data:`MODEL_COLORS` (Tableau 10), with a legend naming each model;
 * plain bars (counts, shares of nodes): :data:`NEUTRAL`, one grey; no value (no predicted token): :data:`NO_VALUE`,
   a lighter grey.
@@ -53,7 +53,7 @@ SHARE_SCALE = "Greens"  # white (none of the attribution) -> green (all of it)
 PATCHING_SCALE = "BrBG"  # brown (negative: patching made it worse) -> white (0) -> teal (restored)
 FORK_RATE_SCALE = "Purples"  # white (no fork point) -> purple (every token a fork point)
 MAGNITUDE_SCALE = "Viridis"  # a covariate's value, no good or bad end (the causal scatter)
-LATENT_SCALE = "Cividis"  # an SAE latent on a syntax category, 0 (never fires there) -> 1 (Syntax features page)
+LATENT_SCALE = "Oranges"  # an SAE latent on a syntax category: white 0 (never fires there) -> orange 1 (Syntax features page)
 #: every scale by the quantity it draws: one scale per quantity, no scale for two
 SCALES = {"confidence": CONFIDENCE_SCALE, "model difference": DIFFERENCE_SCALE, "attribution": ATTRIBUTION_SCALE,
           "attribution share": SHARE_SCALE, "patching": PATCHING_SCALE, "fork rate": FORK_RATE_SCALE,

@@ -25,7 +25,7 @@ PAGES = sorted(p.stem for p in (ROOT / "pages").glob("*.py"))
 STUDY_PAGES = {"study", "study_admin"}
 TITLES = {"attention": "Attention maps", "blanca": "Text about code (BLANCA)", "causal": "Causal effects",
           "compare": "Compare models on one snippet", "global_eval": "Global AsC-Eval", "gluecode": "Benchmark tasks (glueCode)",
-          "inspect": "Completion inspector", "probing": "Layer heatmaps", "study": None,  # the study's own title
+          "inspect": "Completion inspector", "probing": "Layer heatmaps", "sae": "Syntax features", "study": None,  # the study's own title
           "study_admin": "Study results"}
 
 

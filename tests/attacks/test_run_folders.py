@@ -155,12 +155,12 @@ def test_the_lock_dies_with_its_process(tiny, tmp_path):
 
 
 def test_a_run_that_fails_before_its_first_chunk_leaves_no_folder(tiny, tmp_path, monkeypatch):
-    import asc.corpus.runs as runs
+    import asc.scores as scores
 
     def boom(*args, **kwargs):
         raise RuntimeError("scoring failed")
 
-    monkeypatch.setattr(runs, "score_texts", boom)
+    monkeypatch.setattr(scores, "_forward_rows", boom)  # the forward passes, whichever path a run takes
     out = tmp_path / "run"
     with pytest.raises(RuntimeError):
         run_corpus(tiny, corpus_snippets(2), out, progress=False)

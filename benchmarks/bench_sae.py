@@ -1,0 +1,112 @@
+"""`make sae`'s figures: the default SmolLM2 SAE's training time, its quality as the field reports it, and what its
+latents say about syntax (issue 47), written to ``docs/bench/sae.txt`` (:mod:`benchmarks.report`).
+
+Reads the folder ``make sae`` trained (``--folder``, default ``runs/sae/smollm2-135m-L9-w4096-k32``):
+
+* **training**: tokens, steps, seconds and tokens/s of its ``provenance.json`` (the call that finished it);
+* **quality** on HumanEval (:func:`probes.sae.evaluate_sae`): variance explained, L0, dead latents, the
+  cross-entropy clean, with the SAE spliced in and zero-ablated, and CE loss recovered, against the issue's
+  targets (variance explained >= 0.75, CE loss recovered >= 0.85 at L0 <= 64, dead latents <= 10%);
+* **enrichment** on HumanEval (:func:`probes.sae.enrich`, bootstrap over snippets): how many latents are
+  *selective* for one category, which categories have such dedicated latents and which have none, and each
+  category's best latent with its precision and recall intervals.
+
+A latent counts as selective for its best category when it fires on at least ``MIN_FIRES`` tokens and the lower end
+of its precision interval for that category is at least ``SELECTIVE``: most of its firing is on that category's
+tokens, with the uncertainty of the corpus's snippets taken into account.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+DEFAULT_FOLDER = Path("runs/sae/smollm2-135m-L9-w4096-k32")
+SELECTIVE = 0.8  # lower end of the best category's precision interval
+MIN_FIRES = 20  # tokens a latent fires on before it can count as selective
+TARGETS = {"variance_explained": 0.75, "ce_recovered": 0.85, "l0": 64, "dead_fraction": 0.10}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--folder", type=Path, default=DEFAULT_FOLDER)
+    ap.add_argument("--corpus", default="humaneval")
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--n-boot", type=int, default=200)
+    args = ap.parse_args()
+
+    import numpy as np
+
+    from asc import load_corpus, load_model
+    from benchmarks.report import Report, quiet_torch
+    from probes.sae import check_sae_for, corpus_activations, enrich, evaluate_sae, load_sae
+
+    quiet_torch(None)
+    sae = load_sae(args.folder)
+    provenance = json.loads((args.folder / "provenance.json").read_text(encoding="utf-8"))
+    bundle = load_model(provenance["model"])
+    layer = check_sae_for(sae, bundle, None)
+    sources = [s.source for s in load_corpus(args.corpus, limit=args.limit)]
+    report = Report("sae", "the default SmolLM2 SAE: training time, quality, syntax enrichment (make sae)")
+
+    report.section("training")
+    seconds = float(provenance["seconds_this_call"])
+    report.line(f"{provenance['model']}, layer {layer}, {sae.cfg.d_sae} latents, k={sae.cfg.k}; "
+                f"{provenance['tokens']:,} tokens of {provenance['corpus']} in {provenance['steps']} steps; "
+                f"{'complete' if provenance['complete'] else 'INCOMPLETE'}")
+    report.line(f"training: {report.figure('train_min', seconds / 60, '.1f')} min "
+                f"({report.figure('train_tokens_per_s', provenance['tokens_per_second_this_call'], '.0f')} tokens/s; "
+                f"target <= 60 min on this 2-core CPU)")
+
+    report.section("quality")
+    q = evaluate_sae(sae, bundle, sources, layer)
+    report.line(f"{args.corpus}: {q.n_snippets} snippets, {q.n_tokens:,} tokens")
+    report.line(f"variance explained {report.figure('variance_explained', q.variance_explained, '.3f')} "
+                f"(target >= {TARGETS['variance_explained']})")
+    report.line(f"L0 {report.figure('l0', q.l0, '.1f')} (target <= {TARGETS['l0']})")
+    report.line(f"dead latents {q.dead_latents} = {report.figure('dead_pct', 100 * q.dead_fraction, '.1f')}% "
+                f"(target <= {100 * TARGETS['dead_fraction']:.0f}%)")
+    report.line(f"cross-entropy: clean {report.figure('ce_clean', q.ce_clean, '.3f')}, SAE spliced in "
+                f"{report.figure('ce_sae', q.ce_sae, '.3f')}, zero-ablated {report.figure('ce_zero', q.ce_zero, '.3f')}"
+                f" nats/token; CE loss recovered {report.figure('ce_recovered', q.ce_recovered, '.3f')} "
+                f"(target >= {TARGETS['ce_recovered']})")
+
+    report.section("enrichment")
+    acts = corpus_activations(sae, bundle, sources, layer)
+    e = enrich(acts.matrix(), acts.snippet, acts.category, acts.node_type, acts.categories, acts.node_types,
+               n_boot=args.n_boot, seed=0)
+    alive = e.fires > 0
+    selective = (e.fires >= MIN_FIRES) & (e.best_category >= 0) & (e.best_category_precision_ci[:, 0] >= SELECTIVE)
+    report.line(f"{e.n_tokens:,} tokens of {e.n_snippets} snippets; {report.figure('alive', int(alive.sum()))} of "
+                f"{e.n_latents} latents fire; {report.figure('selective', int(selective.sum()))} are selective for one "
+                f"category (fire on >= {MIN_FIRES} tokens, precision's {100 * e.level:.0f}% interval above {SELECTIVE})")
+    dedicated = []
+    for c, name in enumerate(e.categories):
+        mine = np.flatnonzero(selective & (e.best_category == c))
+        if len(mine):
+            dedicated.append(name)
+        best = e.ranked(name, 1)
+        if not best:
+            report.line(f"  {name:<24} no latent fires on it")
+            continue
+        i = best[0]["latent"]
+        p_ci, r_ci = e.best_category_precision_ci[i], e.best_category_recall_ci[i]
+        own = int(e.best_category[i]) == c
+        report.line(f"  {name:<24} {len(mine):4d} selective; best latent {i:5d} ({e.label(i)}): "
+                    f"precision {e.precision_category[i, c]:.2f}"
+                    + (f" [{p_ci[0]:.2f}, {p_ci[1]:.2f}]" if own else "")
+                    + f", recall {e.rate_category[i, c]:.2f}" + (f" [{r_ci[0]:.2f}, {r_ci[1]:.2f}]" if own else ""))
+    report.figure("dedicated", len(dedicated))
+    report.figure("categories", len(e.categories))
+    report.line(f"categories with dedicated latents: {', '.join(dedicated) or 'none'}")
+    report.line(f"categories without: {', '.join(c for c in e.categories if c not in dedicated) or 'none'}")
+    report.write()
+
+
+if __name__ == "__main__":
+    main()
