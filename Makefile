@@ -92,9 +92,8 @@ test-stress: setup browser docs-data
 	echo "== test-stress: $$failed of $(STRESS_ROUNDS) rounds had failures"; test $$failed -eq 0
 
 # the default syntax-feature SAE (issue 47): a TopK SAE on SmolLM2-135M's residual stream after block 9 of 30, 4096
-# latents (7x its 576 dimensions), k = 32, 614,400 tokens of the stdlib corpus (600 steps of 1024). Measured on this
-# 2-core machine under load (load average 6-10): 3.5 s a step for the model up to block 9 and 1.3 s for the SAE's
-# step, 201-210 tokens/s over 60 steps, so about 50 minutes with the model's load; resumable (run it again to go on)
+# latents (7x its 576 dimensions), k = 32, 614,400 tokens of the stdlib corpus (600 steps of 1024); resumable (run it
+# again to go on). Its training time, quality and enrichment: docs/bench/sae.txt (docs/sae.md quotes them)
 SAE_DIR ?= runs/sae/smollm2-135m-L9-w4096-k32
 sae: setup
 	$(PY) -m probes sae train --model smollm2-135m --layer 9 --corpus stdlib --tokens 614400 --width 4096 --k 32 \

@@ -13,7 +13,9 @@ Reads the folder ``make sae`` trained (``--folder``, default ``runs/sae/smollm2-
 
 A latent counts as selective for its best category when it fires on at least ``MIN_FIRES`` tokens and the lower end
 of its precision interval for that category is at least ``SELECTIVE``: most of its firing is on that category's
-tokens, with the uncertainty of the corpus's snippets taken into account.
+tokens, with the uncertainty of the corpus's snippets taken into account. Precision is read against each category's
+share of the corpus's tokens, which the report prints: a category that holds most tokens (docstrings make Natural
+Language the largest in HumanEval) is easier to be precise on than a rare one.
 """
 
 from __future__ import annotations
@@ -90,14 +92,16 @@ def main() -> None:
         mine = np.flatnonzero(selective & (e.best_category == c))
         if len(mine):
             dedicated.append(name)
+        share = float(e.tokens_category[c]) / max(e.n_tokens, 1)
         best = e.ranked(name, 1)
         if not best:
-            report.line(f"  {name:<24} no latent fires on it")
+            report.line(f"  {name:<24} {100 * share:4.1f}% of tokens; "
+                        + ("no token of this corpus" if not e.tokens_category[c] else "no latent fires on it"))
             continue
         i = best[0]["latent"]
         p_ci, r_ci = e.best_category_precision_ci[i], e.best_category_recall_ci[i]
         own = int(e.best_category[i]) == c
-        report.line(f"  {name:<24} {len(mine):4d} selective; best latent {i:5d} ({e.label(i)}): "
+        report.line(f"  {name:<24} {100 * share:4.1f}% of tokens, {len(mine):4d} selective; best latent {i:5d} ({e.label(i)}): "
                     f"precision {e.precision_category[i, c]:.2f}"
                     + (f" [{p_ci[0]:.2f}, {p_ci[1]:.2f}]" if own else "")
                     + f", recall {e.rate_category[i, c]:.2f}" + (f" [{r_ci[0]:.2f}, {r_ci[1]:.2f}]" if own else ""))
