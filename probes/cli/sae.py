@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from asc.cli.args import (
     Subcommands,
@@ -35,6 +36,8 @@ from asc.cli.args import (
 )
 from asc.cli.runner import stage_bar
 from asc.errors import InputError
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from asc.models import ModelBundle
@@ -180,6 +183,15 @@ def _sources(args: argparse.Namespace) -> list[str]:
     return [s.source for s in load_corpus(args.corpus, limit=args.limit)]
 
 
+def _with_bar(label: str, unit: str, quiet: bool, work: Callable[[Callable[[int, int], None] | None], T]) -> T:
+    """``work(on_progress)`` under a progress bar counting ``unit`` (none with ``--quiet``)."""
+    update, close = stage_bar(label, quiet)
+    try:
+        return work(None if update is None else lambda done, total: update(unit, done, total))
+    finally:
+        close()
+
+
 def execute_eval(args: argparse.Namespace) -> int:
     """Measure the SAE's quality on a corpus."""
     from probes.sae.quality import evaluate_sae, summary_line
@@ -188,12 +200,8 @@ def execute_eval(args: argparse.Namespace) -> int:
     sae, folder = _sae_of(args)
     sources = _sources(args)
     bundle, layer = _model_for(args, sae)
-    update, close = stage_bar(f"SAE eval {bundle.name}", args.quiet)
-    try:
-        quality = evaluate_sae(sae, bundle, sources, layer, max_tokens=args.max_tokens,
-                               on_progress=None if update is None else lambda d, t: update("batches", d, t))
-    finally:
-        close()
+    quality = _with_bar(f"SAE eval {bundle.name}", "batches", args.quiet, lambda report: evaluate_sae(
+        sae, bundle, sources, layer, max_tokens=args.max_tokens, on_progress=report))
     try:
         save_quality(folder, quality, args.corpus)  # the app's Syntax features page shows it
     except OSError:
@@ -219,12 +227,8 @@ def _activations(args: argparse.Namespace, sae: SparseAutoencoder, folder: Path)
         return cached
     sources = _sources(args)
     bundle, layer = _model_for(args, sae)
-    update, close = stage_bar(f"SAE activations {bundle.name}", args.quiet)
-    try:
-        acts = corpus_activations(sae, bundle, sources, layer, max_tokens=args.max_tokens,
-                                  on_progress=None if update is None else lambda d, t: update("snippets", d, t))
-    finally:
-        close()
+    acts = _with_bar(f"SAE activations {bundle.name}", "snippets", args.quiet, lambda report: corpus_activations(
+        sae, bundle, sources, layer, max_tokens=args.max_tokens, on_progress=report))
     try:
         save_activations(acts, path, key)
     except OSError:

@@ -193,7 +193,11 @@ def train_sae(bundle: ModelBundle, sources: list[str], settings: TrainSettings, 
     ckpt_path = out / CHECKPOINT_FILE
     state: dict[str, Any] | None = None
     if ckpt_path.is_file():
-        state = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+        try:  # weights_only: a checkpoint is data we may not have written; never unpickle code from it
+            state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+        except Exception as err:  # noqa: BLE001 (torch raises several kinds for a file it will not read)
+            raise InputError(f"{ckpt_path} is not a checkpoint this trainer wrote ({type(err).__name__}): delete it "
+                             "to train from the start, or give another --out") from None
         _check_resume(state["settings"], settings, out)
     elif (out / CFG_FILE).exists():
         raise InputError(f"{out} holds an SAE without a checkpoint: give another --out")

@@ -231,3 +231,30 @@ def test_the_mypy_output_cache_is_private_too(tmp_path, monkeypatch):
     os.chmod(folder, 0o777)
     with pytest.raises(CacheError, match="writable by other users"):
         check_corpus(str(corpus))
+
+
+class _Planted:
+    """What a planted SAE checkpoint would unpickle: its __reduce__ runs a command."""
+
+    def __reduce__(self):
+        import os
+
+        return os.system, ("touch planted-sae-ran",)
+
+
+def test_a_planted_sae_checkpoint_is_refused_and_never_unpickled(tiny, tmp_path, monkeypatch):
+    import torch
+
+    from asc.errors import InputError
+    from probes.sae import TrainSettings, train_sae
+    from probes.sae.train import CHECKPOINT_FILE
+    from tests.probes.sae.conftest import FUNCTIONS
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "sae"
+    out.mkdir()
+    torch.save({"settings": _Planted()}, out / CHECKPOINT_FILE)
+    settings = TrainSettings(model=tiny.name, layer=1, corpus="x", tokens=256, width=16, k=2, batch_size=64)
+    with pytest.raises(InputError, match="is not a checkpoint this trainer wrote.*delete it"):
+        train_sae(tiny, FUNCTIONS, settings, out)
+    assert not (tmp_path / "planted-sae-ran").exists()
