@@ -76,7 +76,10 @@ DEFAULT_STEPS = 16
 AUTO_STEPS = "auto"  # ``steps``: double the points until the completeness gap is within AUTO_TOLERANCE
 AUTO_TOLERANCE = 0.01
 AUTO_MAX_STEPS = 256  # the most points: auto stops here; the CLI and the inspector take no more (memory grows)
-_PATH_TOKENS = 4096  # tokens per batched forward + backward of integrated gradients (rows x prompt length)
+# tokens per batched forward + backward of integrated gradients (rows x prompt length). A stop (the page's Cancel) is
+# seen between two batches, so a batch is what Cancel waits for: 4096 made it wait 20-40 s for SmolLM2 on a loaded
+# 2-core CPU; 1024 took the same time as 4096 for 64 points there (one thread, 16.2-17.1 s against 17.2-17.4 s)
+_PATH_TOKENS = 1024
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,8 @@ def _gradient_method(bundle: ModelBundle, explanation: Explanation, target: Targ
                      baseline: str, hold_sink: bool, points: Callable[[int], None] | None = None
                      ) -> tuple[np.ndarray, float, float, bool]:
     """(token attributions (T,), value, baseline value, sink held) by Captum's InputXGradient or
-    IntegratedGradients; ``points(n)`` after each batch of ``n`` path points has run forward."""
+    IntegratedGradients; ``points(0)`` before each batch of path points runs forward and ``points(n)`` after its
+    ``n`` points have (a stop raised there ends the work between two batches, not after the next one)."""
     import torch
     from captum.attr import InputXGradient, IntegratedGradients
 
@@ -179,6 +183,8 @@ def _gradient_method(bundle: ModelBundle, explanation: Explanation, target: Targ
     seen: list[Any] = []
 
     def forward(embeds: Any) -> Any:  # keeps what it computed: gradient x input's value needs no other pass
+        if points is not None:  # before the batch too: a stop asked during the last backward pass runs no forward
+            points(0)
         out = model_forward(embeds)
         seen.append(out.detach())
         if points is not None:

@@ -100,29 +100,30 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated sections to run (default: all)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="asc-gpu-report-"))  # models and runs: not sent back
-    t0 = time.perf_counter()
-    wanted = set(args.only.split(",")) if args.only else {name for name, _, _ in SECTIONS}
-    report: dict[str, Any] = {"dry": args.dry, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                              "stamp": stamp(), "host": platform.node(), "sections": [], "environment": {}}
-    for name, limit, least in SECTIONS:
-        if name not in wanted:
-            continue
-        left = args.deadline - (time.perf_counter() - t0)
-        if left < least:
-            report["sections"].append({"section": name, "status": f"skipped ({left:.0f} s left)", "seconds": 0})
-            continue
-        print(f"[{time.perf_counter() - t0:5.0f} s] {name} ...", flush=True)
-        result = run_section(name, min(limit, left), work, args.dry)
-        print(f"[{time.perf_counter() - t0:5.0f} s] {name}: {result['status']}", flush=True)
-        if name == "environment":
-            report["environment"] = result.get("figures", {})
-        report["sections"].append(result)
-        report["seconds"] = time.perf_counter() - t0
-        (args.out / "gpu-report.json").write_text(json.dumps(report, indent=2))
-        (args.out / "gpu-report.md").write_text(markdown(report))
-    failed = [s["section"] for s in report["sections"] if s["status"] not in ("ok",) and "skipped" not in s["status"]]
-    print(f"report: {args.out / 'gpu-report.md'}; " + (f"failed: {', '.join(failed)}" if failed else "every section ran"))
+    with tempfile.TemporaryDirectory(prefix="asc-gpu-report-") as scratch:  # models and runs: not sent back, and
+        work = Path(scratch)  # removed at the end (a dry run in every `make test` left its folders in /tmp)
+        t0 = time.perf_counter()
+        wanted = set(args.only.split(",")) if args.only else {name for name, _, _ in SECTIONS}
+        report: dict[str, Any] = {"dry": args.dry, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                  "stamp": stamp(), "host": platform.node(), "sections": [], "environment": {}}
+        for name, limit, least in SECTIONS:
+            if name not in wanted:
+                continue
+            left = args.deadline - (time.perf_counter() - t0)
+            if left < least:
+                report["sections"].append({"section": name, "status": f"skipped ({left:.0f} s left)", "seconds": 0})
+                continue
+            print(f"[{time.perf_counter() - t0:5.0f} s] {name} ...", flush=True)
+            result = run_section(name, min(limit, left), work, args.dry)
+            print(f"[{time.perf_counter() - t0:5.0f} s] {name}: {result['status']}", flush=True)
+            if name == "environment":
+                report["environment"] = result.get("figures", {})
+            report["sections"].append(result)
+            report["seconds"] = time.perf_counter() - t0
+            (args.out / "gpu-report.json").write_text(json.dumps(report, indent=2))
+            (args.out / "gpu-report.md").write_text(markdown(report))
+        failed = [s["section"] for s in report["sections"] if s["status"] not in ("ok",) and "skipped" not in s["status"]]
+        print(f"report: {args.out / 'gpu-report.md'}; " + (f"failed: {', '.join(failed)}" if failed else "every section ran"))
 
 
 if __name__ == "__main__":

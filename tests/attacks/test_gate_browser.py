@@ -4,8 +4,9 @@ Issue 28, hole 1: from a fresh start, until someone logged in at ``/``, Streamli
 served ``/global_eval`` (and every page file by its name) without ``app.py``'s password gate: the runs were
 listed and *Start* wrote a run folder. Hole 2: on loopback every account of the machine was trusted.
 
-Each test starts its own server and visits the legacy addresses first, while nobody has got past the gate
-(so Streamlit is still in its legacy routing), then the current ones. Every visit is a new page, so a new Streamlit
+The password test and the token test each visit, on a server nobody has got past yet, the legacy addresses first
+(so Streamlit is still in its legacy routing), then the current ones; the cookie test then uses the token test's
+server (``make app``'s, started once: :func:`local_app`). Every visit is a new page, so a new Streamlit
 session (its session state, where the gate remembers a visitor, is per page). The anonymous visits of a batch share
 one browser context that never gets past the gate (its cookies are Streamlit's XSRF cookie only, no credential) and
 so its HTTP cache: each page compiles Streamlit's scripts from that cache, where a context of its own fetched and
@@ -142,32 +143,40 @@ def test_every_address_of_a_fresh_password_server_asks_for_the_password(browser,
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir()), "nothing ran"
 
 
-def test_a_local_app_asks_every_visitor_for_the_token_make_app_prints(browser, tmp_path):
+@pytest.fixture(scope="module")
+def local_app(tmp_path_factory):
+    """``make app``'s server (the launcher, a token of its own), started once for the token and the cookie tests:
+    (port, the address it printed). The token test visits the legacy addresses first, while nobody is in; the
+    cookie test, after it, visits none of them."""
+    port = free_port()
+    proc = start_app(launcher_command(port), _env(tmp_path_factory.mktemp("gate-local")), "gate-token.log", port)
+    try:
+        yield port, printed_url(OUT / "gate-token.log")
+    finally:
+        stop(proc)
+
+
+def test_a_local_app_asks_every_visitor_for_the_token_make_app_prints(browser, local_app):
     """``make app``: the launcher makes a random token, passes it in the environment (not in ``ps``), prints
     the address with it; every address asks a visitor without it for the token."""
     from playwright.sync_api import expect
 
-    port = free_port()
-    proc = start_app(launcher_command(port), _env(tmp_path), "gate-token.log", port)  # make app's command
-    try:
-        url = printed_url(OUT / "gate-token.log")
-        token = url.split("?token=", 1)[1]
-        assert url.startswith(f"http://127.0.0.1:{port}/?token=") and len(token) >= 32
-        processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-        assert token not in processes, "the token is never on a command line"
-        _every_address_is_gated(browser, port, "Access token",
-                                lambda page: expect(page.get_by_text("Trust remote code")).to_have_count(0))
-        page = still(browser.new_context().new_page())
-        page.goto(url)
-        expect(page.locator("h1", has_text="Completion inspector")).to_be_visible(timeout=TIMEOUT)
-        expect(page.get_by_text("Trust remote code")).to_be_visible(timeout=TIMEOUT)  # local mode's privileges
-        page.screenshot(path=str(OUT / "gate-token-open.png"))
-        wrong = still(browser.new_context().new_page())
-        wrong.goto(f"http://127.0.0.1:{port}/global_eval?token=not-the-token")
-        expect(wrong.get_by_text("Wrong access token")).to_be_visible(timeout=TIMEOUT)
-        _shows_nothing_of_the_app(wrong, "/global_eval?token=wrong")
-    finally:
-        stop(proc)
+    port, url = local_app
+    token = url.split("?token=", 1)[1]
+    assert url.startswith(f"http://127.0.0.1:{port}/?token=") and len(token) >= 32
+    processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert token not in processes, "the token is never on a command line"
+    _every_address_is_gated(browser, port, "Access token",
+                            lambda page: expect(page.get_by_text("Trust remote code")).to_have_count(0))
+    page = still(browser.new_context().new_page())
+    page.goto(url)
+    expect(page.locator("h1", has_text="Completion inspector")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text("Trust remote code")).to_be_visible(timeout=TIMEOUT)  # local mode's privileges
+    page.screenshot(path=str(OUT / "gate-token-open.png"))
+    wrong = still(browser.new_context().new_page())
+    wrong.goto(f"http://127.0.0.1:{port}/global_eval?token=not-the-token")
+    expect(wrong.get_by_text("Wrong access token")).to_be_visible(timeout=TIMEOUT)
+    _shows_nothing_of_the_app(wrong, "/global_eval?token=wrong")
 
 
 BANNER = "This AsC Studio asks for its access token"
@@ -187,61 +196,56 @@ def _is_in(page, title: str) -> None:
     expect(page.get_by_label("Access token", exact=True)).to_have_count(0)
 
 
-def test_the_printed_address_keeps_the_browser_in_with_an_httponly_cookie(browser, tmp_path):
+def test_the_printed_address_keeps_the_browser_in_with_an_httponly_cookie(browser, local_app):
     """Issue 44: past the token, pages showed the token box's words twice, and a reload or a new tab without
     ``?token=`` asked again. Now the printed address sets the access cookie and leads to the page without the token;
     the browser's later sessions are in, a browser without the cookie (or with a forged one) is not."""
     from playwright.sync_api import expect
 
-    port = free_port()
-    proc = start_app(launcher_command(port), _env(tmp_path), "gate-cookie.log", port)
+    port, url = local_app
     base = f"http://127.0.0.1:{port}"
-    try:
-        url = printed_url(OUT / "gate-cookie.log")
-        token = url.split("?token=", 1)[1]
-        before = _visit(browser, f"{base}/compare-models", "Access token")  # (b) one line of words and the box
-        expect(_banners(before)).to_have_count(1)
-        _shows_nothing_of_the_app(before, "/compare-models")
-        before.screenshot(path=str(OUT / "gate-cookie-box.png"))
-        before.context.close()
+    token = url.split("?token=", 1)[1]
+    before = _visit(browser, f"{base}/compare-models", "Access token")  # (b) one line of words and the box
+    expect(_banners(before)).to_have_count(1)
+    _shows_nothing_of_the_app(before, "/compare-models")
+    before.screenshot(path=str(OUT / "gate-cookie-box.png"))
+    before.context.close()
 
-        context = browser.new_context()
-        page = still(context.new_page())
-        page.set_default_timeout(TIMEOUT)
-        page.goto(url)  # (a) the printed address: in, on two pages, without the token's words
-        _is_in(page, "Completion inspector")
-        assert "token=" not in page.url, "the token left the address"
-        page.screenshot(path=str(OUT / "gate-cookie-inspector.png"))
-        page.locator("[data-testid='stSidebarNav'] a", has_text="Compare models").click()  # a link
-        _is_in(page, "Compare models on one snippet")
-        page.screenshot(path=str(OUT / "gate-cookie-compare.png"))
+    context = browser.new_context()
+    page = still(context.new_page())
+    page.set_default_timeout(TIMEOUT)
+    page.goto(url)  # (a) the printed address: in, on two pages, without the token's words
+    _is_in(page, "Completion inspector")
+    assert "token=" not in page.url, "the token left the address"
+    page.screenshot(path=str(OUT / "gate-cookie-inspector.png"))
+    page.locator("[data-testid='stSidebarNav'] a", has_text="Compare models").click()  # a link
+    _is_in(page, "Compare models on one snippet")
+    page.screenshot(path=str(OUT / "gate-cookie-compare.png"))
 
-        cookies = [c for c in context.cookies() if c["name"] == f"asc-access-{port}"]  # (e)
-        assert len(cookies) == 1, context.cookies()
-        cookie = cookies[0]
-        assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
-        assert cookie["expires"] == -1, "a session cookie"
-        assert token not in cookie["value"], "not the token"
+    cookies = [c for c in context.cookies() if c["name"] == f"asc-access-{port}"]  # (e)
+    assert len(cookies) == 1, context.cookies()
+    cookie = cookies[0]
+    assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
+    assert cookie["expires"] == -1, "a session cookie"
+    assert token not in cookie["value"], "not the token"
 
-        page.reload()  # (c) a reload without ?token=, and a new tab of the same browser
-        _is_in(page, "Compare models on one snippet")
-        tab = _start(context, f"{base}/global-asc-eval")
-        _is_in(tab, "Global AsC-Eval")
-        assert f"asc-access-{port}" not in tab.evaluate("document.cookie"), "page scripts cannot read it"
-        tab.screenshot(path=str(OUT / "gate-cookie-new-tab.png"))
-        context.close()
+    page.reload()  # (c) a reload without ?token=, and a new tab of the same browser
+    _is_in(page, "Compare models on one snippet")
+    tab = _start(context, f"{base}/global-asc-eval")
+    _is_in(tab, "Global AsC-Eval")
+    assert f"asc-access-{port}" not in tab.evaluate("document.cookie"), "page scripts cannot read it"
+    tab.screenshot(path=str(OUT / "gate-cookie-new-tab.png"))
+    context.close()
 
-        fresh = _visit(browser, f"{base}/global-asc-eval", "Access token")  # (d) another browser: no cookie
-        _shows_nothing_of_the_app(fresh, "/global-asc-eval without the cookie")
-        fresh.context.close()
-        for forged in (token, cookie["value"][::-1]):  # (f) the raw token as the cookie, a value never made
-            forger = browser.new_context()
-            forger.add_cookies([{**cookie, "value": forged}])
-            page = _start(forger, f"{base}/global-asc-eval")
-            _gated(page, "Access token")
-            _shows_nothing_of_the_app(page, "/global-asc-eval with a forged cookie")
-            expect(_banners(page)).to_have_count(1)
-            page.screenshot(path=str(OUT / "gate-cookie-forged.png"))
-            forger.close()
-    finally:
-        stop(proc)
+    fresh = _visit(browser, f"{base}/global-asc-eval", "Access token")  # (d) another browser: no cookie
+    _shows_nothing_of_the_app(fresh, "/global-asc-eval without the cookie")
+    fresh.context.close()
+    for forged in (token, cookie["value"][::-1]):  # (f) the raw token as the cookie, a value never made
+        forger = browser.new_context()
+        forger.add_cookies([{**cookie, "value": forged}])
+        page = _start(forger, f"{base}/global-asc-eval")
+        _gated(page, "Access token")
+        _shows_nothing_of_the_app(page, "/global-asc-eval with a forged cookie")
+        expect(_banners(page)).to_have_count(1)
+        page.screenshot(path=str(OUT / "gate-cookie-forged.png"))
+        forger.close()

@@ -18,7 +18,9 @@ from tests.helpers import ROOT
 @pytest.mark.slow
 def test_the_dry_run_reports_every_section(tmp_path: Path):
     bench_files = {p: p.read_bytes() for p in (ROOT / "docs" / "bench").glob("*.txt")}
-    env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable}
+    scratch = tmp_path / "tmp"  # the report's own temporary folder goes here, and is removed at its end
+    scratch.mkdir()
+    env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable, "TMPDIR": str(scratch)}
     proc = subprocess.run([str(ROOT / "benchmarks" / "gpu" / "run.sh"), "--dry"], capture_output=True, text=True,
                           env=env, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -33,6 +35,7 @@ def test_the_dry_run_reports_every_section(tmp_path: Path):
     assert "| smollm2-135m: pipeline speed / bare speed |" in text and "## placement: ok" in text
     assert "OOM halving" in text and "halved" in text
     assert "every section ran" in proc.stdout
+    assert not list(scratch.glob("asc-gpu-report-*")), "the scratch folder (models, runs) is removed"
     # the benchmarks it runs write their files into the run's scratch folder, never over make bench's figures
     assert {p: p.read_bytes() for p in (ROOT / "docs" / "bench").glob("*.txt")} == bench_files
 

@@ -10,7 +10,8 @@ models, a glueCode item).
 
 "Why this token?" is measured after a run too (``test_why_this_token_fits_its_panels_after_a_run``: statements,
 categories, the methods side by side, the nested nodes), with its text a panel could cut (the Steps checkbox's
-label, the tree legend's minus sign).
+label, the tree legend's minus sign); before it, integrated gradients at 256 points show their progress and are
+cancelled (issue 48: once a test of its own, which explained the snippet again on its own page).
 
 The demo on a fresh install (its button states its time, it runs to Table I) is
 ``tests/e2e/test_browser.py::test_global_demo_on_a_fresh_install_in_chromium``.
@@ -25,6 +26,7 @@ import time
 import pytest
 
 from tests.browser import MODEL_RUN, OUT, choose, click_until, has_chromium, idle, keyed, open_page, rerun
+from asc.why import DEFAULT_STEPS
 from ui.charts import WINDOW_PX
 
 pytestmark = [pytest.mark.real, pytest.mark.browser, pytest.mark.slow,
@@ -140,9 +142,31 @@ WHY_TEXT = """() => {
 }"""
 
 
+def _progress_and_cancel(page) -> None:
+    """Issue 48, 2: integrated gradients at 256 points show a bar with the stage, the points done of 256, the
+    seconds spent and the seconds left; Cancel stops them, says so, and the request does not start again by itself
+    ("Until 1%" ran 352 s behind a bare spinner in the walkthrough)."""
+    from playwright.sync_api import expect
+
+    rerun(page, lambda: page.locator(".st-key-why_method").get_by_text("integrated gradients").click(), WAIT_MS)
+    steps = page.locator(".st-key-why_steps input")
+    rerun(page, lambda: (steps.fill("256"), steps.press("Enter")), WAIT_MS)
+    page.get_by_role("button", name="Explain this prediction").click()
+    bar = page.locator("[data-testid='stProgress']", has_text="integrated gradients, 256 path points")
+    expect(bar).to_contain_text(re.compile(r"256 path points: \d+ of 256 · \d+ s · about \d+ s left"), timeout=WAIT_MS)
+    page.screenshot(path=str(OUT / "progress-ig.png"))
+    keyed(page, "why_cancel").locator("button").first.click()  # (the key names the element and its wrapper)
+    expect(page.get_by_text("Stopped. Press the button again to start it anew.")).to_be_visible(timeout=WAIT_MS)
+    expect(bar).to_have_count(0)
+    expect(page.get_by_text("Pick a target and a method, then press")).to_have_count(0)  # this run says it stopped
+    rerun(page, lambda: (steps.fill(str(DEFAULT_STEPS)), steps.press("Enter")), WAIT_MS)  # (the methods compared
+    # later take their points from here)
+
+
 def test_why_this_token_fits_its_panels_after_a_run(app_server, browser):
-    """Issue 44 and 48, on the walkthrough's snippet (French identifiers), target ` total` on its last line,
-    explained by occlusion, then the three methods compared: every chart and table of "Why this token?" lies in its
+    """Issue 44 and 48, on the walkthrough's snippet (French identifiers), target ` total` on its last line:
+    integrated gradients at 256 points started and cancelled (:func:`_progress_and_cancel`), then explained by
+    occlusion, then the three methods compared: every chart and table of "Why this token?" lies in its
     panel (the statements, the categories, the methods side by side, their correlations; then the nested nodes), the
     sentence names `total = sum(poids)`, the Steps checkbox's label is whole and the tree legend keeps its minus."""
     from playwright.sync_api import expect
@@ -156,7 +180,10 @@ def test_why_this_token_fits_its_panels_after_a_run(app_server, browser):
     click_until(page, page.get_by_role("button", name="Explain", exact=True),
                 lambda t: expect(sequence).to_contain_text("moyenne_pondérée", timeout=t), 2 * WAIT_MS, tries=2)
     choose(page, "why_token", "65: ", re.compile(r"^65: ' total'"), WAIT_MS)
+    _progress_and_cancel(page)
     rerun(page, lambda: page.locator(".st-key-why_method").get_by_text("occlusion (syntax-aware)").click(), WAIT_MS)
+    expect(page.get_by_text("Stopped. Press the button again")).to_have_count(0)  # the next run: no request kept
+    expect(page.get_by_text(re.compile(r"^Pick a target and a method, then press"))).to_be_visible(timeout=WAIT_MS)
     rerun(page, lambda: page.get_by_role("button", name="Explain this prediction").click(), WAIT_MS)
     said = page.locator("[data-testid='stMarkdownContainer']", has_text="Which code mattered")
     expect(said).to_contain_text(re.compile(r"relied most on line 3 total = sum\(poids\) \(\+"), timeout=WAIT_MS)

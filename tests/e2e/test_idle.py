@@ -4,7 +4,8 @@ The walkthrough of issue 48 found a server started by ``make app`` at about half
 CPU ticks per 10 s against 4 with none) and a log of 61,348 "Inotify queue overflowed" lines: Streamlit's file watcher
 rescanned the tree, and every page with a job panel reran it every 2 s. Here the app is started as ``make app`` starts
 it (``python -m ui.serve``, with no file-watcher option of ours), a tab is opened on the inspector and one on a page
-with a job panel, and once both are idle the server's processes are measured for 20 s.
+with a job panel, and once both are idle the server's processes are measured for 10 s (the spinning server spent
+4-5 CPU s in 10 s; the bar is 0.2).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from tests.browser import OUT, chromium, free_port, has_chromium, open_page, sta
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not has_chromium(), reason="Debian chromium not installed (make test does)")]
 
-MEASURE_S = 20.0
-MAX_CPU_S = 0.4  # CPU seconds the whole server may spend in MEASURE_S with idle tabs (2% of one core)
+MEASURE_S = 10.0
+MAX_CPU_S = 0.2  # CPU seconds the whole server may spend in MEASURE_S with idle tabs (2% of one core)
 
 
 def _cpu_seconds(proc) -> float:
@@ -59,4 +60,5 @@ def test_an_idle_tab_costs_the_server_nothing_and_no_file_is_watched(tmp_path):
         stop(proc)
     log = (OUT / "idle.log").read_text()
     assert "Inotify" not in log and "Watching" not in log, log[-2000:]
+    print(f"idle: the server spent {spent:.3f} CPU s in {MEASURE_S:.0f} s")
     assert spent < MAX_CPU_S, f"the server spent {spent:.2f} CPU s in {MEASURE_S:.0f} s with two idle tabs"

@@ -52,7 +52,7 @@ def test_a_work_runs_in_its_own_thread_and_its_bar_and_button_go_when_it_returns
 
 def test_cancel_stops_before_the_work_runs_again():
     """What the rerun after a click on Cancel does (the click itself interrupts the running script: chromium checks it
-    in tests/e2e/test_progress.py): it raises Cancelled without starting the work."""
+    in tests/e2e/test_fit.py): it raises Cancelled without starting the work."""
     from unittest import mock
 
     at = AppTest.from_function(_page, default_timeout=60)

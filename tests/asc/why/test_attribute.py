@@ -187,7 +187,9 @@ def test_progress_counts_the_path_points_of_each_round_and_a_raise_stops_the_wor
                     on_progress=lambda stage, done, total: seen.append((stage, done, total)))
     rounds = [t for _, d, t in seen if d == t]  # each round reports reaching its points
     assert rounds[-1] == got.steps and rounds == [2 ** i for i in range(len(rounds))]
-    assert all(0 < d <= t for _, d, t in seen)
+    assert all(0 <= d <= t for _, d, t in seen)
+    for total in rounds:  # each round's one batch: reported before its forward (0 done) and after it (all done)
+        assert [d for _, d, t in seen if t == total] == [0, total], seen
     assert "gap at 1 points" in next(s for s, _, t in seen if t == 2)  # the round before's gap, in words
     assert seen[0][0] == "integrated gradients, 1 path points"
 
