@@ -41,11 +41,12 @@ def browser():
 
 
 @pytest.fixture(scope="session")
-def e2e_runs(runs_dir, tmp_path_factory):
+def e2e_runs(runs_dir, smol, tmp_path_factory):
     """A runs folder with results for every page: the two HumanEval runs of ``runs_dir`` (SmolLM2, tiny), small
     attention, layer and glueCode runs of the tiny random model (glueCode: hand-made items of five tasks, two context
-    levels), a small real BLANCA run (MiniLM on hand-made items of the five tasks) and a tiny SAE of the tiny model
-    (runs/sae/tiny: its quality and activations on eight HumanEval functions).
+    levels), a small real BLANCA run (MiniLM on hand-made items of the five tasks), a tiny SAE of the tiny model
+    (runs/sae/tiny: its quality and activations on eight HumanEval functions) and a small one of SmolLM2
+    (runs/sae/smollm2, for the inspector's Features view; the Syntax features page opens it first).
 
     The glueCode run is the tiny model's, not SmolLM2's (a minute of CPU for the long file-level contexts): the page
     draws any run's answers the same way, and what the tests check of an item comes from the item (the answer's
@@ -76,6 +77,10 @@ def e2e_runs(runs_dir, tmp_path_factory):
     # the Syntax features page reads SAE folders only: a tiny SAE of the tiny model, trained, measured and enriched
     sae_job(root / "sae" / "tiny", train_corpus="humaneval", tokens=1024, width=32, k=4, limit=8,
             batch_size=256)(tiny, lambda *_: None, lambda: False)
+    # ... and one of SmolLM2 (the server's model) for the inspector's Features view: small (256 tokens of 2
+    # functions, 32 latents), measured and enriched on 2 functions
+    sae_job(root / "sae" / "smollm2", train_corpus="humaneval", tokens=256, width=32, k=4, limit=2, train_limit=2,
+            max_tokens=128, batch_size=128)(smol, lambda *_: None, lambda: False)
     return root
 
 

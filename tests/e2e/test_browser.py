@@ -161,7 +161,29 @@ def test_inspector_in_chromium(app_server, browser):
     assert rows[0]["rank"] == "absent"  # not a made-up 0
     assert 0.9 < float(next(r for r in rows if r["text"] == " return")["prob"]) <= 1
     page.screenshot(path=str(OUT / "inspector.png"))
+    _features_of_the_node(page)  # (last: it leaves for the Syntax features page)
     page.close()
+
+
+def _features_of_the_node(page) -> None:
+    """Issue 47: the Features view of the selected node, with the runs folder's SmolLM2 SAE (the tiny model's is left
+    out): its strongest latents with their labels and activations per token, then a latent's button
+    opens its dashboard on the Syntax features page."""
+    view = page.locator("[data-testid='stExpander']").filter(has_text="Features (SAE latents on the selected node)")
+    view.locator("summary").click()
+    expect(view.get_by_role("combobox", name="SAE folder")).to_have_value("smollm2", timeout=SHOWN)
+    expect(view.get_by_text(re.compile(r"^Layer 9: the node's strongest latents"))).to_be_visible(timeout=MODEL_RUN)
+    expect(view.locator("[data-testid='stDataFrame']")).to_be_visible(timeout=SHOWN)
+    _no_exception(page)
+    view.screenshot(path=str(OUT / "inspector-features.png"))
+    button = page.locator("[class*='st-key-features_open_'] button").first
+    latent = re.search(r"\d+", button.inner_text()).group()
+    button.click()
+    expect(page.locator("h1", has_text="Syntax features")).to_be_visible(timeout=SHOWN)
+    expect(page.locator("h4", has_text=f"Latent {latent}:")).to_be_visible(timeout=SHOWN)
+    expect(page.locator(".st-key-sae_latent_smollm2 input")).to_have_value(latent)
+    _no_exception(page)
+    page.screenshot(path=str(OUT / "inspector-features-dashboard.png"))
 
 
 def test_inspector_per_layer_in_chromium(app_server, browser):

@@ -25,8 +25,8 @@ import time
 
 import pytest
 
-from tests.browser import MODEL_RUN, OUT, choose, click_until, has_chromium, idle, keyed, open_page, rerun
 from asc.why import DEFAULT_STEPS
+from tests.browser import MODEL_RUN, OUT, choose, click_until, has_chromium, idle, keyed, open_page, rerun
 from ui.charts import WINDOW_PX
 
 pytestmark = [pytest.mark.real, pytest.mark.browser, pytest.mark.slow,
@@ -270,7 +270,7 @@ def test_page_figures_fit_their_panels(app_server, browser, path, title, shown, 
 
 
 def test_syntax_features_heatmap_and_dashboard_fit_their_panels(app_server, browser):
-    """The Syntax features page on the tiny SAE: the category x latent heatmap drawn, the dashboard's contexts with
+    """The Syntax features page on the first SAE folder (SmolLM2's): the category x latent heatmap drawn, the dashboard's contexts with
     their node highlighted, its histogram and tables inside their panels."""
     from playwright.sync_api import expect
 
