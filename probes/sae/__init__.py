@@ -7,7 +7,8 @@ Which SAE latents does a code model use for each syntax concept, and which fire 
 - :func:`train_sae`: a TopK SAE on block L's output, streamed from a corpus, resumable (:class:`TrainSettings`);
 - :func:`evaluate_sae`: variance explained, L0, dead latents, CE loss recovered (:class:`SaeQuality`);
 - :func:`corpus_activations` binds each token's latents to its syntax node and category, :func:`enrich` gives every
-  latent's firing rate, mean activation and selectivity per category and node type (:class:`Enrichment`);
+  latent's firing rate, mean activation and selectivity per category and node type (:class:`Enrichment`; its labels
+  need :data:`LABEL_MIN_TOKENS` tokens of support);
 - :func:`latent_card` / :func:`render_card`: one latent's offline dashboard; :func:`features`: the strongest latents
   of every node of an :class:`asc.Explanation` (:class:`NodeFeatures`);
 - :func:`sae_folders`, :func:`open_report` (:class:`SaeReport`): SAE folders under a runs root, read with their saved
@@ -19,7 +20,7 @@ CLI: ``python -m probes sae {train,eval,enrich,show}``.
 
 from probes.sae.corpus import CorpusActivations, corpus_activations
 from probes.sae.dashboard import NodeFeatures, features, latent_card, render_card
-from probes.sae.enrichment import Enrichment, enrich
+from probes.sae.enrichment import LABEL_MIN_TOKENS, Enrichment, enrich
 from probes.sae.figures import HEATMAP_VALUES, activation_histogram, card_html, category_heatmap
 from probes.sae.model import SaeConfig, SaeMismatchError, SparseAutoencoder, check_sae_for, load_sae, save_sae
 from probes.sae.quality import SaeQuality, evaluate_sae
@@ -36,7 +37,7 @@ from probes.sae.store import (
 from probes.sae.train import TrainResult, TrainSettings, train_sae
 
 __all__ = [
-    "HEATMAP_VALUES", "QUALITY_FILE",
+    "HEATMAP_VALUES", "LABEL_MIN_TOKENS", "QUALITY_FILE",
     "CorpusActivations", "Enrichment", "NodeFeatures", "SaeConfig", "SaeMismatchError", "SaeQuality", "SaeReport",
     "SparseAutoencoder", "TrainResult", "TrainSettings",
     "activation_histogram", "activation_key", "activation_path", "card_html", "category_heatmap", "check_sae_for",
