@@ -9,6 +9,8 @@ Which SAE latents does a code model use for each syntax concept, and which fire 
 - :func:`corpus_activations` binds each token's latents to its syntax node and category, :func:`enrich` gives every
   latent's firing rate, mean activation and selectivity per category and node type (:class:`Enrichment`; its labels
   need :data:`LABEL_MIN_TOKENS` tokens of support);
+- :func:`versus_probe`: the best single latent (:func:`best_latent`, a :class:`LatentRule`) against INSPECT's linear
+  probe on the same samples, split and layer (:class:`VersusProbe`; :func:`versus_features` from arrays);
 - :func:`latent_card` / :func:`render_card`: one latent's offline dashboard; :func:`features`: the strongest latents
   of every node of an :class:`asc.Explanation` (:class:`NodeFeatures`);
 - :func:`sae_folders`, :func:`open_report` (:class:`SaeReport`): SAE folders under a runs root, read with their saved
@@ -35,12 +37,14 @@ from probes.sae.store import (
     saved_activations,
 )
 from probes.sae.train import TrainResult, TrainSettings, train_sae
+from probes.sae.versus import LatentRule, VersusProbe, best_latent, versus_features, versus_probe
 
 __all__ = [
     "HEATMAP_VALUES", "LABEL_MIN_TOKENS", "QUALITY_FILE",
-    "CorpusActivations", "Enrichment", "NodeFeatures", "SaeConfig", "SaeMismatchError", "SaeQuality", "SaeReport",
-    "SparseAutoencoder", "TrainResult", "TrainSettings",
-    "activation_histogram", "activation_key", "activation_path", "card_html", "category_heatmap", "check_sae_for",
-    "corpus_activations", "enrich", "evaluate_sae", "features", "latent_card", "load_sae", "open_report",
-    "render_card", "sae_folders", "sae_job", "save_sae", "saved_activations", "train_sae",
+    "CorpusActivations", "Enrichment", "LatentRule", "NodeFeatures", "SaeConfig", "SaeMismatchError", "SaeQuality",
+    "SaeReport", "SparseAutoencoder", "TrainResult", "TrainSettings", "VersusProbe",
+    "activation_histogram", "activation_key", "activation_path", "best_latent", "card_html", "category_heatmap",
+    "check_sae_for", "corpus_activations", "enrich", "evaluate_sae", "features", "latent_card", "load_sae",
+    "open_report", "render_card", "sae_folders", "sae_job", "save_sae", "saved_activations", "train_sae",
+    "versus_features", "versus_probe",
 ]
