@@ -17,7 +17,7 @@ Which SAE latents does a code model use for each syntax concept, and which fire 
   quality and activations; :func:`sae_job`: the app's job that trains, measures and enriches one;
 - figures: :func:`category_heatmap`, :func:`activation_histogram`, :func:`card_html` (a dashboard as HTML).
 
-CLI: ``python -m probes sae {train,eval,enrich,show}``.
+CLI: ``python -m probes sae {train,eval,enrich,show,versus}``.
 """
 
 from probes.sae.corpus import CorpusActivations, corpus_activations
