@@ -139,6 +139,7 @@ def best_latent(latents: np.ndarray, y: np.ndarray, n_classes: int) -> LatentRul
                 leaves.append(int(np.argmax(seen)))
     return LatentRule(latent, np.asarray(cuts[:-1]), np.asarray(leaves, np.int64), float(right[latent]) / len(y))
 
+
 @dataclass(frozen=True)
 class VersusProbe:
     """The best single latent against the linear probe on T tasks at one layer (module doc). Per task (T,):
@@ -146,7 +147,7 @@ class VersusProbe:
     ``majority``, ``probe_accuracy``, ``probe_l2`` (chosen on dev), ``latent`` (the best one), its
     ``latent_train_accuracy`` and ``latent_accuracy``; (T, 2): ``probe_ci``, ``latent_ci`` and ``gap_ci`` (the
     probe's minus the latent's accuracy) at ``level``; the latents' rules (:meth:`rule`): ``cuts`` (T, K - 1)
-    NaN-padded and ``leaves`` (T, K) -1-padded, K the most classes of a task; ``labels`` each task's classes."""
+    NaN-padded and ``leaves`` (T, K) -1-padded, K the most intervals of a rule; ``labels`` each task's classes."""
 
     tasks: tuple[str, ...]
     labels: tuple[tuple[str, ...], ...]
@@ -235,7 +236,8 @@ def _stack(tasks: Sequence[Task], rows: Sequence[dict[str, Any]], layer: int, po
 
 def versus_features(features: np.ndarray, latents: np.ndarray, task: Task, *, n_boot: int = 1000, seed: int = 0,
                     level: float = 0.95) -> VersusProbe:
-    """The comparison on one task (T = 1) from its pooled states ``features`` (n, d) and their latents (n, L)."""
+    """The comparison on one task (T = 1) from its pooled states ``features`` (n, d) and their latents (n, L); arrays
+    do not say their layer, pooling or token positions (``layer`` -1, ``pooling`` "", ``off_distribution`` 0)."""
     row = _row(features, latents, task, n_boot, seed, level)
     return _stack([task], [{**row, "off_distribution": 0}], -1, "", n_boot, level)
 
