@@ -9,7 +9,12 @@ Reads the folder ``make sae`` trained (``--folder``, default ``runs/sae/smollm2-
   targets (variance explained >= 0.75, CE loss recovered >= 0.85 at L0 <= 64, dead latents <= 10%);
 * **enrichment** on HumanEval (:func:`probes.sae.enrich`, bootstrap over snippets): how many latents are
   *selective* for one category, which categories have such dedicated latents and which have none, and each
-  category's best latent with its precision and recall intervals.
+  category's best latent with its precision and recall intervals;
+* **versus probe** (:func:`probes.sae.versus_probe`): on INSPECT tasks built from the stdlib as ``probes inspect``
+  builds them (``VERSUS_TASKS``: KTX at INSPECT's 1,000 samples, three function-level tasks at 500 to stay within
+  about five minutes on this CPU; IDN is left out: its one-token identifiers are pooled at the first token, which
+  the SAE is not read at), the linear probe's and the best single latent's test accuracy at the SAE's layer, with
+  95% bootstrap intervals over test samples, the majority baseline and the latent's label from the enrichment.
 
 A latent counts as selective for its best category when it fires on at least ``MIN_FIRES`` tokens and the lower end
 of its precision interval for that category is at least ``SELECTIVE``: most of its firing is on that category's
@@ -23,7 +28,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from benchmarks.report import Report
+
+if TYPE_CHECKING:
+    from asc.models import ModelBundle
+    from probes.sae import Enrichment, SparseAutoencoder
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -32,6 +45,7 @@ DEFAULT_FOLDER = Path("runs/sae/smollm2-135m-L9-w4096-k32")
 SELECTIVE = 0.8  # lower end of the best category's precision interval
 MIN_FIRES = 20  # tokens a latent fires on before it can count as selective
 TARGETS = {"variance_explained": 0.75, "ce_recovered": 0.85, "l0": 64, "dead_fraction": 0.10}
+VERSUS_TASKS = {"KTX": 1000, "LEN": 500, "TYP": 500, "CPX": 500}  # INSPECT task: samples (module doc)
 
 
 def main() -> None:
@@ -45,7 +59,7 @@ def main() -> None:
     import numpy as np
 
     from asc import load_corpus, load_model
-    from benchmarks.report import Report, quiet_torch
+    from benchmarks.report import quiet_torch
     from probes.sae import check_sae_for, corpus_activations, enrich, evaluate_sae, load_sae
 
     quiet_torch(None)
@@ -109,7 +123,40 @@ def main() -> None:
     report.figure("categories", len(e.categories))
     report.line(f"categories with dedicated latents: {', '.join(dedicated) or 'none'}")
     report.line(f"categories without: {', '.join(c for c in e.categories if c not in dedicated) or 'none'}")
+    versus(report, sae, bundle, layer, e)
     report.write()
+
+
+def versus(report: Report, sae: SparseAutoencoder, bundle: ModelBundle, layer: int, e: Enrichment) -> None:
+    """The ``[versus probe]`` section: the best single latent against INSPECT's linear probe (module doc)."""
+    from probes.catalog import build_tasks
+    from probes.sae import versus_probe
+
+    report.section("versus_probe")
+    start = time.perf_counter()
+    tasks = [build_tasks([name], "stdlib", size, 0)[0] for name, size in VERSUS_TASKS.items()]
+    v = versus_probe(sae, bundle, tasks, layer, n_boot=1000, seed=0)
+    seconds = time.perf_counter() - start
+    r = report.figure
+    report.line(f"{bundle.name}, layer {layer}, {v.pooling} token; INSPECT tasks from stdlib (seed 0); test accuracy "
+                f"with {100 * v.level:.0f}% bootstrap intervals over test samples ({v.n_boot} resamples)")
+    wins = 0
+    for t, name in enumerate(v.tasks):
+        key, latent = f"versus_{name.lower()}", int(v.latent[t])
+        (p_lo, p_hi), (l_lo, l_hi), (g_lo, g_hi) = v.probe_ci[t], v.latent_ci[t], v.gap_ci[t]
+        wins += bool(g_lo > 0)
+        report.line(f"  {name} ({v.n_classes[t]} classes, {tasks[t].n} samples, {v.n_test[t]} test, "
+                    f"{v.off_distribution[t]} pooled off the SAE's positions): majority "
+                    f"{r(f'{key}_majority', v.majority[t], '.2f')}")
+        report.line(f"    probe       {r(f'{key}_probe', v.probe_accuracy[t], '.3f')} "
+                    f"[{r(f'{key}_probe_lo', p_lo, '.3f')}, {r(f'{key}_probe_hi', p_hi, '.3f')}]")
+        report.line(f"    best latent {r(f'{key}_latent', v.latent_accuracy[t], '.3f')} "
+                    f"[{r(f'{key}_latent_lo', l_lo, '.3f')}, {r(f'{key}_latent_hi', l_hi, '.3f')}] "
+                    f"(train {v.latent_train_accuracy[t]:.3f}): latent {latent}, on HumanEval {e.label(latent)}")
+        report.line(f"    probe minus latent {g_lo:+.3f} to {g_hi:+.3f}; rule: {v.rule(t).describe(v.labels[t])}")
+    report.line(f"the probe beats the best latent on {r('versus_probe_wins', wins)} of "
+                f"{r('versus_tasks', len(v.tasks))} tasks (the difference's interval above 0); "
+                f"{r('versus_s', seconds, '.0f')} s with building the tasks")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ The result has shape ``(n_samples, n_layers + 1, hidden)`` with layer 0 the embe
 longer than ``max_tokens`` are truncated: ``last`` keeps the tail (the summarised token stays the
 text's last), the other poolings keep the head (as INSPECT does); leading/trailing special tokens are
 kept. :func:`cached_features` stores the array on disk per (model, task hash, pooling, max_tokens),
-so a second run never touches the model.
+so a second run never touches the model. ``read`` replaces the states pooled (every layer's by default): the SAE
+comparison (:mod:`probes.sae.versus`) pools one block's output, read where the SAE reads it, with the same
+tokenization, truncation and pooling.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -110,11 +112,14 @@ def _pool(hidden_states, mask, pooling: str):
 def extract_features(bundle: ModelBundle, texts: Sequence[str], pooling: str | None = None, *,
                      max_tokens: int = PROBE_MAX_TOKENS,
                      on_progress: Callable[[int, int], None] | None = None,
-                     should_stop: Callable[[], bool] | None = None) -> tuple[np.ndarray, int]:
+                     should_stop: Callable[[], bool] | None = None,
+                     read: Callable[[Any, Any], Sequence[Any]] | None = None) -> tuple[np.ndarray, int]:
     """Summary vectors of every layer for each text: ``(n, layers + 1, hidden)`` float32, and how many were truncated.
 
     Texts are sorted by length into right-padded micro-batches under a token budget; one forward pass
     per micro-batch returns all layers. Raises ``InterruptedError`` when ``should_stop()`` turns true.
+    ``read(ids, mask)``, when given, returns the ``(batch, seq, hidden)`` states to pool instead of every layer's
+    (the result then has one entry per state returned).
     """
     import torch
 
@@ -146,7 +151,7 @@ def extract_features(bundle: ModelBundle, texts: Sequence[str], pooling: str | N
                 ids[r, : len(row)] = torch.tensor(row)
                 mask[r, : len(row)] = 1
             ids, mask = ids.to(device), mask.to(device)  # the model's device; pooled vectors come back to the CPU
-            states = hidden_states(bundle.model, ids, mask)
+            states = read(ids, mask) if read else hidden_states(bundle.model, ids, mask)
             pooled = _pool(states, mask, pooling).cpu().numpy()  # (batch, layers + 1, dim)
             if out is None:
                 out = np.empty((len(texts), *pooled.shape[1:]), dtype=np.float32)

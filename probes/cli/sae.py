@@ -1,4 +1,4 @@
-"""``python -m probes sae {train,eval,enrich,show}``: sparse autoencoders on the residual stream, read through the AST.
+"""``python -m probes sae {train,eval,enrich,show,versus}``: sparse autoencoders on the residual stream, read through the AST.
 
 * ``train --model M --layer L --corpus C --tokens N --width W --k K --out DIR``: a TopK SAE on block L's output
   (:func:`probes.sae.train_sae`; resumable from DIR's checkpoint; a progress bar with tokens/s and the loss);
@@ -7,7 +7,9 @@
 * ``enrich DIR --corpus humaneval [--json] [--out table.csv]``: every latent's firing per syntax category and node
   type, selectivity with bootstrap intervals over snippets, and each category's latents ranked;
 * ``show DIR --latent I [--json]``: one latent's dashboard (top contexts with the node highlighted, histogram,
-  categories and node types, a label derived from the enrichment).
+  categories and node types, a label derived from the enrichment);
+* ``versus DIR --tasks KTX,LEN [--size N] [--json] [--out table.csv]``: on INSPECT tasks built as ``probes inspect``
+  builds them, the best single latent against the linear probe at the SAE's layer (:func:`probes.sae.versus_probe`).
 
 ``DIR`` (or ``--sae DIR``) is a folder in SAELens's layout; its model is the one ``cfg.json`` names unless
 ``--model`` says otherwise, and an SAE of another model or layer stops with one line naming both. ``enrich`` and
@@ -36,6 +38,7 @@ from asc.cli.args import (
 )
 from asc.cli.runner import stage_bar
 from asc.errors import InputError
+from probes.features import PROBE_MAX_TOKENS
 
 T = TypeVar("T")
 
@@ -54,25 +57,30 @@ def _common(q: argparse.ArgumentParser) -> None:
     q.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
-def _reader(q: argparse.ArgumentParser, corpus: str = "humaneval") -> None:
+def _sae_options(q: argparse.ArgumentParser) -> None:
+    """The SAE folder, its model and layer, --json, the model options and the common flags."""
     q.add_argument("folder", nargs="?", type=path_text, metavar="DIR", help="the SAE folder (SAELens's layout)")
     q.add_argument("--sae", type=path_text, metavar="DIR", help="the SAE folder (instead of DIR)")
     q.add_argument("--model", default=None, help="the model (default: the one the SAE's cfg.json names)")
     q.add_argument("--layer", type=non_negative_int, default=None,
                    help="the layer expected (refused when the SAE reads another)")
-    q.add_argument("--corpus", type=path_text, default=corpus, help=f"corpus to read (default {corpus})")
-    q.add_argument("--limit", type=positive_int, default=None, help="at most this many snippets")
-    q.add_argument("--max-tokens", type=positive_int, default=256, help="tokens read per snippet (the head)")
     q.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_model_options(q)
     _common(q)
 
 
+def _reader(q: argparse.ArgumentParser, corpus: str = "humaneval") -> None:
+    _sae_options(q)
+    q.add_argument("--corpus", type=path_text, default=corpus, help=f"corpus to read (default {corpus})")
+    q.add_argument("--limit", type=positive_int, default=None, help="at most this many snippets")
+    q.add_argument("--max-tokens", type=positive_int, default=256, help="tokens read per snippet (the head)")
+
+
 def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
-    """Add ``sae`` and its four subcommands to ``python -m probes``."""
+    """Add ``sae`` and its five subcommands to ``python -m probes``."""
     p = sub.add_parser("sae", help="sparse autoencoders on the residual stream, read through the AST (train, "
-                       "eval, enrich, show)")
-    inner = p.add_subparsers(dest="sae_command", required=True, metavar="{train,eval,enrich,show}")
+                       "eval, enrich, show, versus)")
+    inner = p.add_subparsers(dest="sae_command", required=True, metavar="{train,eval,enrich,show,versus}")
     t = inner.add_parser("train", help="train a TopK SAE on the residual stream after one block (resumable)")
     t.add_argument("--model", default="smollm2-135m", help="embedded name, folder, .gguf or hub id")
     t.add_argument("--layer", type=non_negative_int, required=True, help="the block (from 0) whose output is read")
@@ -104,6 +112,17 @@ def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     s.add_argument("--latent", type=non_negative_int, required=True, help="the latent (from 0)")
     s.add_argument("--top", type=positive_int, default=10, help="contexts shown")
     s.set_defaults(func=execute_show)
+    v = inner.add_parser("versus", help="the best single latent against INSPECT's linear probe, on the same tasks")
+    _sae_options(v)
+    v.add_argument("--tasks", default="", help="comma-separated INSPECT tasks (KTX,LEN,...; 'all': the 15)")
+    v.add_argument("--task-file", action="append", type=path_text, help="an INSPECT TSV task file; repeatable")
+    v.add_argument("--corpus", type=path_text, default="stdlib", help="corpus the tasks are built from (default stdlib)")
+    v.add_argument("--size", type=positive_int, default=1000, help="samples per task")
+    v.add_argument("--max-tokens", type=positive_int, default=PROBE_MAX_TOKENS, help="longer samples are truncated")
+    v.add_argument("--n-boot", type=count(10_000, "more resamples no longer move the interval"), default=1000)
+    v.add_argument("--seed", type=seed_int, default=0, help="task sampling, splits and bootstrap")
+    v.add_argument("--out", type=out_table, default=None, help="also write the table (.csv, .json)")
+    v.set_defaults(func=execute_versus)
     p.set_defaults(func=execute)
     return p
 
@@ -276,4 +295,33 @@ def execute_show(args: argparse.Namespace) -> int:
     acts = _activations(args, sae, folder)
     card = latent_card(acts, _enrichment(args, acts), args.latent, top=args.top)
     print(json.dumps(card, indent=1) if args.json else render_card(card))
+    return 0
+
+
+def execute_versus(args: argparse.Namespace) -> int:
+    """Compare the best single latent with the linear probe on INSPECT tasks."""
+    from probes.catalog import build_tasks
+    from probes.sae import versus_probe
+
+    sae, folder = _sae_of(args)
+    tasks = build_tasks([t for t in args.tasks.split(",") if t.strip()], args.corpus, args.size, args.seed,
+                        args.task_file or [])
+    bundle, layer = _model_for(args, sae)
+    result = _with_bar(f"SAE versus probe {bundle.name}", "tasks", args.quiet, lambda report: versus_probe(
+        sae, bundle, tasks, layer, max_tokens=args.max_tokens, n_boot=args.n_boot, seed=args.seed,
+        on_progress=report))
+    if args.out:
+        result.export(args.out)
+    if args.json:
+        print(json.dumps({"sae": str(folder), "model": bundle.name, **result.to_dict()}, indent=1))
+        return 0
+    print(f"{folder} ({bundle.name}, layer {layer}, {result.pooling} token): test accuracy "
+          f"[{100 * result.level:.0f}% interval]")
+    for t, name in enumerate(result.tasks):
+        (p_lo, p_hi), (l_lo, l_hi) = result.probe_ci[t], result.latent_ci[t]
+        print(f"  {name:<6} {result.n_classes[t]:2d} classes: probe {result.probe_accuracy[t]:.3f} [{p_lo:.3f}, "
+              f"{p_hi:.3f}], latent {result.latent[t]} {result.latent_accuracy[t]:.3f} [{l_lo:.3f}, {l_hi:.3f}], "
+              f"majority {result.majority[t]:.3f}; {result.rule(t).describe(result.labels[t])}")
+    if args.out:
+        print(f"table written to {args.out}")
     return 0

@@ -18,6 +18,14 @@ for every latent ``l`` and category ``c`` (and likewise for node types):
 :class:`Enrichment` holds the result as numpy arrays (shapes on the class), with :meth:`Enrichment.to_dict`, a long
 table (:meth:`Enrichment.to_frame`), CSV/JSON export (:meth:`Enrichment.export`), ``_repr_html_`` for notebooks and
 :meth:`Enrichment.label`, a name derived from the best node type and category (no language model involved).
+
+**Labels need support.** F1 rewards recall, and a rare node type is easy to recall: a latent that fires on both
+tokens of a type seen twice has recall 1 there and can beat the type it fires on 300 times. A label is a claim a
+reader takes at face value, so a node type or category names a latent only when the latent fires on at least
+``LABEL_MIN_TOKENS`` of its tokens; among those the best F1 wins (the next best when the best lacks support). A
+latent that fires on fewer tokens than that in all is labelled ``rare`` with its count; one that fires more often
+but on fewer than that of any single node type is ``scattered``. The ``best_*`` fields and their intervals stay
+the plain best F1 (what the numbers say); only the name asks for support.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +47,10 @@ from asc.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Enrichment", "enrich"]
+__all__ = ["LABEL_MIN_TOKENS", "Enrichment", "enrich", "export_result"]
+
+LABEL_MIN_TOKENS = 5
+"""Tokens of a node type or category a latent must fire on before they can name it (:meth:`Enrichment.label`)."""
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -95,17 +107,30 @@ class Enrichment:
         """L, the SAE's width."""
         return len(self.fires)
 
-    def label(self, latent: int) -> str:
-        """A name for ``latent`` from its best node type and category, qualified by precision ("mostly" from 0.5,
-        "partly" below, nothing from 0.8): e.g. ``"mostly string_content tokens (Natural Language)"``."""
-        if self.best_type[latent] < 0:
+    def _supported(self, latent: int, kind: str, min_tokens: int) -> int:
+        """The node type or category (``kind``) of best F1 among those ``latent`` fires on ``min_tokens`` times, or -1."""
+        rate, tokens, f1 = (getattr(self, f"{name}_{kind}") for name in ("rate", "tokens", "f1"))
+        fired = np.rint(np.nan_to_num(rate[latent]) * tokens)
+        score = np.where(fired >= max(min_tokens, 1), f1[latent], -1.0)
+        return int(np.argmax(score)) if len(score) and score.max() >= 0 else -1
+
+    def label(self, latent: int, min_tokens: int = LABEL_MIN_TOKENS) -> str:
+        """A name for ``latent`` from its best node type and category by F1 among those it fires on at least
+        ``min_tokens`` times (module doc), qualified by the type's precision ("mostly" from 0.5, "partly" below,
+        nothing from 0.8): e.g. ``"mostly string_content tokens (Natural Language)"``; ``"rare: fires on 3 tokens"``
+        and ``"scattered: ..."`` when no node type has the support."""
+        fires = int(self.fires[latent])
+        if fires == 0:
             return "never fires on this corpus"
-        p = float(self.best_type_precision[latent])
-        qual = "" if p >= 0.8 else "mostly " if p >= 0.5 else "partly "
-        kind = self.node_types[self.best_type[latent]]
-        cat = self.best_category[latent]
+        typ, cat = self._supported(latent, "type", min_tokens), self._supported(latent, "category", min_tokens)
         where = f" ({self.categories[cat]})" if cat >= 0 else ""
-        return f"{qual}{kind} tokens{where}"
+        if typ < 0 and fires < min_tokens:
+            return f"rare: fires on {fires} token{'s' if fires > 1 else ''}"
+        if typ < 0:
+            return f"scattered: {fires} tokens, under {min_tokens} of any node type{where}"
+        p = float(self.precision_type[latent, typ])
+        qual = "" if p >= 0.8 else "mostly " if p >= 0.5 else "partly "
+        return f"{qual}{self.node_types[typ]} tokens{where}"
 
     def latent_dict(self, latent: int) -> dict[str, Any]:
         """One latent's entry of :meth:`to_dict`."""
@@ -170,12 +195,7 @@ class Enrichment:
 
     def export(self, path: str | Path) -> Path:
         """Write :meth:`to_dict` (``.json``) or :meth:`to_frame` (``.csv``) to ``path``, atomically."""
-        path = Path(path)
-        if path.suffix.lower() == ".json":
-            text = json.dumps(self.to_dict(), indent=1)
-            return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-        frame = self.to_frame()
-        return write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
+        return export_result(path, self.to_dict, self.to_frame)
 
     def _repr_html_(self) -> str:
         rows = []
@@ -186,6 +206,16 @@ class Enrichment:
         head = (f"<p>{self.n_latents} latents on {self.n_tokens:,} tokens of {self.n_snippets} snippets "
                 f"({int((self.fires > 0).sum())} fire)</p>")
         return head + "<table><tr><th>category</th><th>top latents by F1</th></tr>" + "".join(rows) + "</table>"
+
+
+def export_result(path: str | Path, to_dict: Callable[[], dict[str, Any]], to_frame: Callable[[], pd.DataFrame]) -> Path:
+    """Write a result to ``path`` atomically: ``to_dict()`` as JSON for ``.json``, ``to_frame()`` as CSV otherwise."""
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        text = json.dumps(to_dict(), indent=1)
+        return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    frame = to_frame()
+    return write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
 def _counts(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, groups: np.ndarray, n_groups: int,

@@ -288,7 +288,7 @@ def test_every_help_formats(prog):
 def test_the_help_walk_reaches_every_command():
     assert {"python -m asc attribute", "python -m asc attribute-corpus", "python -m asc intervene",
             "python -m probes blanca"} <= set(PARSERS)
-    assert len(PARSERS) == 2 + 9 + 5 + 4  # the two programs, asc's 9 commands, probes' 5, sae's 4 actions
+    assert len(PARSERS) == 2 + 9 + 5 + 5  # the two programs, asc's 9 commands, probes' 5, sae's 5 actions
 
 
 def test_attribute_help_exits_0():

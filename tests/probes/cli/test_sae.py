@@ -1,13 +1,15 @@
-"""``python -m probes sae {train,eval,enrich,show}`` on the tiny model: reports, JSON, and one-line errors (exit 2)."""
+"""``python -m probes sae {train,eval,enrich,show,versus}`` on the tiny model: reports, JSON, and one-line errors (exit 2)."""
 
 from __future__ import annotations
 
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from probes.cli import main
+from probes.inspect.taskfile import Task
 from probes.sae import load_sae, save_sae
 from tests.probes.sae.conftest import FUNCTIONS, random_sae
 
@@ -89,3 +91,23 @@ def test_bad_input_is_one_line_and_exit_2(trained, capsys, tmp_path):
     assert main(["sae", "train", "--model", "tiny-random", "--layer", "1", "--corpus", str(corpus), "--tokens", "64",
                  "--width", "8", "--k", "9", "--out", str(tmp_path / "x"), "--quiet"]) == 2
     _one_line_error(capsys, ["--k 9 is above --width 8"])
+
+
+def test_versus_on_a_task_file(trained, capsys, tmp_path):
+    out, _ = trained
+    texts = [f"count = {i}\n" if i % 2 else f"return x + {i}\n" for i in range(40)]
+    split = np.array(["tr", "tr", "tr", "va", "te"] * 8)
+    Task("MINE", ("return", "count"), tuple(texts), np.arange(40) % 2, split).to_tsv(tmp_path / "mine.tsv")
+    capsys.readouterr()
+    args = ["sae", "versus", str(out), "--task-file", str(tmp_path / "mine.tsv"), "--n-boot", "50", "--quiet"]
+    assert main([*args, "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["tasks"][0]
+    assert row["task"] == "MINE" and row["n_test"] == 8 and 0 <= row["latent"] < 40
+    assert row["probe_ci"][0] <= row["probe_accuracy"] <= row["probe_ci"][1]
+    assert main([*args, "--out", str(tmp_path / "v.csv")]) == 0
+    text = capsys.readouterr().out
+    assert "MINE" in text and "probe" in text and (tmp_path / "v.csv").read_text().startswith("task,")
+    assert main(["sae", "versus", str(tmp_path / "missing"), "--tasks", "KTX", "--quiet"]) == 2
+    _one_line_error(capsys, ["missing", "is not a folder"])
+    assert main(["sae", "versus", str(out), "--tasks", "KTY", "--quiet"]) == 2
+    _one_line_error(capsys, ["unknown task(s) KTY", "choose from"])

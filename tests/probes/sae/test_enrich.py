@@ -9,7 +9,7 @@ import pytest
 from scipy import sparse
 
 from asc.errors import InputError
-from probes.sae import enrich
+from probes.sae import LABEL_MIN_TOKENS, enrich
 
 # 6 tokens of 2 snippets, 4 latents (latent 3 never fires); categories A, B (-1: none); node types x, y, z
 ACTS = np.array([[1.0, 0.0, 0.0, 0.0],
@@ -52,8 +52,9 @@ def test_best_category_and_type_with_their_precision_and_recall(result):
     assert result.best_type.tolist() == [0, 1, 1, -1]  # ties (latents 1 and 2: y and z at F1 0.5) go to the first
     np.testing.assert_allclose(result.best_type_precision, [2 / 3, 0.5, 0.5, NAN])
     np.testing.assert_allclose(result.best_type_recall, [1, 0.5, 0.5, NAN])
-    assert result.label(0) == "mostly x tokens (A)" and result.label(3) == "never fires on this corpus"
-    assert result.label(1) == "mostly y tokens (B)"
+    # with 3 fires at most, no type has LABEL_MIN_TOKENS of them: the labels say so; without the minimum, F1 names them
+    assert result.label(0) == "rare: fires on 3 tokens" and result.label(3) == "never fires on this corpus"
+    assert result.label(0, min_tokens=1) == "mostly x tokens (A)" and result.label(1, min_tokens=1) == "mostly y tokens (B)"
 
 
 def test_bootstrap_intervals_over_snippets(result):
@@ -92,3 +93,32 @@ def test_sparse_input_gives_the_same_result(result):
 def test_mismatched_lengths_are_refused():
     with pytest.raises(InputError, match="one of each per token"):
         enrich(ACTS, SNIPPET[:5], CATEGORY, TYPE, ("A", "B"), ("x", "y", "z"))
+
+
+def test_a_rare_node_type_with_a_high_f1_does_not_name_a_latent():
+    """Latent 0 fires on both tokens of the rare type r (recall 1) and on 5 of the 200 tokens of the frequent type f:
+    F1 prefers r (4/9 against 10/207), but only f has LABEL_MIN_TOKENS fires."""
+    n_f, n_o = 200, 100  # tokens of f (category A) and of other (category B); r: 2 tokens (category B)
+    node_type = np.array([0] * 2 + [1] * n_f + [2] * n_o)
+    category = np.array([1] * 2 + [0] * n_f + [1] * n_o)
+    acts = np.zeros((len(node_type), 2))
+    acts[:2, 0] = 1.0  # both r tokens
+    acts[2:7, 0] = 1.0  # 5 of the f tokens
+    acts[2 + n_f :, 1] = 1.0  # latent 1: every token of other
+    result = enrich(acts, np.arange(len(node_type)) % 4, category, node_type, ("A", "B"), ("r", "f", "other"),
+                    n_boot=20)
+    np.testing.assert_allclose(result.f1_type[0, :2], [4 / 9, 10 / 207])
+    assert result.best_type[0] == 0 and 2 < LABEL_MIN_TOKENS <= 5  # plain F1 still says r; r has 2 fires, f 5
+    assert result.label(0) == "mostly f tokens (A)"  # precision 5/7 on f; A has 5 fires, B 2
+    assert result.label(0, min_tokens=2) == "partly r tokens (A)"  # with a support of 2 the rare type wins again
+    assert result.label(1) == "other tokens (B)"
+
+
+def test_latents_without_support_are_rare_or_scattered():
+    node_type = np.arange(12) % 6  # six types, two tokens each
+    acts = np.zeros((12, 2))
+    acts[:2, 0] = 1.0  # latent 0 fires twice
+    acts[:, 1] = 1.0  # latent 1 fires on all 12, two of each type
+    result = enrich(acts, np.zeros(12, int), np.zeros(12, int), node_type, ("A",), tuple("abcdef"), n_boot=10)
+    assert result.label(0) == "rare: fires on 2 tokens"
+    assert result.label(1) == f"scattered: 12 tokens, under {LABEL_MIN_TOKENS} of any node type (A)"
