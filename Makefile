@@ -98,7 +98,8 @@ SAE_DIR ?= runs/sae/smollm2-135m-L9-w4096-k32
 sae: setup
 	$(PY) -m probes sae train --model smollm2-135m --layer 9 --corpus stdlib --tokens 614400 --width 4096 --k 32 \
 	  --seed 0 --out $(SAE_DIR)
-	# its quality on HumanEval and what its latents say about syntax: docs/bench/sae.txt (docs/sae.md quotes it)
+	# its quality on HumanEval, what its latents say about syntax, and its best single latent against INSPECT's linear
+	# probe on four tasks at block 9: docs/bench/sae.txt (docs/sae.md quotes it)
 	PYTHONPATH=. $(PY) benchmarks/bench_sae.py --folder $(SAE_DIR)
 	$(PY) docs/render_bench.py
 

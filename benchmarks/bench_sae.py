@@ -107,6 +107,9 @@ def main() -> None:
         if len(mine):
             dedicated.append(name)
         share = float(e.tokens_category[c]) / max(e.n_tokens, 1)
+        slug = name.lower().replace(" ", "_")  # the docs quote a category's figures by these names
+        report.figure(f"{slug}_share_pct", 100 * share, ".1f")
+        report.figure(f"{slug}_selective", len(mine))
         best = e.ranked(name, 1)
         if not best:
             report.line(f"  {name:<24} {100 * share:4.1f}% of tokens; "
@@ -115,6 +118,11 @@ def main() -> None:
         i = best[0]["latent"]
         p_ci, r_ci = e.best_category_precision_ci[i], e.best_category_recall_ci[i]
         own = int(e.best_category[i]) == c
+        if own:
+            report.figure(f"{slug}_precision", e.precision_category[i, c], ".2f")
+            report.figure(f"{slug}_precision_lo", p_ci[0], ".2f")
+            report.figure(f"{slug}_precision_hi", p_ci[1], ".2f")
+            report.figure(f"{slug}_lift", e.precision_category[i, c] / share, ".0f")  # precision over the base rate
         report.line(f"  {name:<24} {100 * share:4.1f}% of tokens, {len(mine):4d} selective; best latent {i:5d} ({e.label(i)}): "
                     f"precision {e.precision_category[i, c]:.2f}"
                     + (f" [{p_ci[0]:.2f}, {p_ci[1]:.2f}]" if own else "")
