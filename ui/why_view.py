@@ -290,10 +290,12 @@ def computed(label: str, run: Callable[[Callable[[str, int, int], None]], T], ca
     request kept in ``st.session_state[state]`` is dropped, so it does not start again by itself)."""
     try:
         return with_progress(label, run, cancel_key)
-    except Cancelled:
+    except Cancelled as cancelled:
         if state is not None:
             st.session_state.pop(state, None)
-        st.info("Stopped. Press the button again to start it anew.")
+        stage, done, total = cancelled.progress or ("", 0, 0)
+        where = f" at {done} of {total} ({stage})" if total else ""
+        st.info(f"Stopped{where}. Press the button again to start it anew.")
         return None
     except AscError as err:
         st.error(str(err))

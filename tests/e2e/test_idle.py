@@ -4,8 +4,8 @@ The walkthrough of issue 48 found a server started by ``make app`` at about half
 CPU ticks per 10 s against 4 with none) and a log of 61,348 "Inotify queue overflowed" lines: Streamlit's file watcher
 rescanned the tree, and every page with a job panel reran it every 2 s. Here the app is started as ``make app`` starts
 it (``python -m ui.serve``, with no file-watcher option of ours), a tab is opened on the inspector and one on a page
-with a job panel, and once both are idle the server's processes are measured for 10 s (the spinning server spent
-4-5 CPU s in 10 s; the bar is 0.2).
+with a job panel, and once both are idle the server's processes are measured for 20 s (the spinning server spent
+4-5 CPU s in 10 s; the bar is 0.4: 10 s with a bar of 0.2 failed at 0.29 beside the other worker's tests).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from tests.browser import OUT, chromium, free_port, has_chromium, open_page, sta
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not has_chromium(), reason="Debian chromium not installed (make test does)")]
 
-MEASURE_S = 10.0
-MAX_CPU_S = 0.2  # CPU seconds the whole server may spend in MEASURE_S with idle tabs (2% of one core)
+MEASURE_S = 20.0
+MAX_CPU_S = 0.4  # CPU seconds the whole server may spend in MEASURE_S with idle tabs (2% of one core)
 
 
 def _cpu_seconds(proc) -> float:

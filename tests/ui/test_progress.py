@@ -32,8 +32,8 @@ def _page():
 
     try:
         st.write(f"result {with_progress('Counting...', work, 'cancel_me')}")
-    except Cancelled:
-        st.write("cancelled")
+    except Cancelled as cancelled:
+        st.write(f"cancelled {cancelled.progress}")
     except ValueError as err:
         st.write(f"error {err}")
 
@@ -55,8 +55,31 @@ def test_cancel_stops_before_the_work_runs_again():
     in tests/e2e/test_fit.py): it raises Cancelled without starting the work."""
     from unittest import mock
 
+    from ui.progress import _STOPPED
+
     at = AppTest.from_function(_page, default_timeout=60)
     with mock.patch("streamlit.button", return_value=True):  # the button as it reads in the run after its click
         at.run()
     assert not at.exception
-    assert [m.value for m in at.markdown] == ["cancelled"] and at.session_state["ran"] == []
+    assert [m.value for m in at.markdown] == ["cancelled None"] and at.session_state["ran"] == []
+    at.session_state[_STOPPED + "cancel_me"] = ("counting", 1, 3)  # what the interrupted run left
+    with mock.patch("streamlit.button", return_value=True):
+        at.run()
+    assert [m.value for m in at.markdown] == ["cancelled ('counting', 1, 3)"]  # how far it got, said once
+    assert _STOPPED + "cancel_me" not in at.session_state
+
+
+def test_a_queued_rerun_is_seen_through_the_sessions_requests():
+    """A click inside a fragment is queued, not raised (ui.progress's module doc): the redraw loop reads the queue."""
+    from types import SimpleNamespace
+
+    from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
+
+    from ui.progress import rerun_waiting
+
+    def ctx(state):
+        return SimpleNamespace(script_requests=SimpleNamespace(_state=state))
+
+    assert not rerun_waiting(ctx(ScriptRequestType.CONTINUE))
+    assert rerun_waiting(ctx(ScriptRequestType.RERUN)) and rerun_waiting(ctx(ScriptRequestType.STOP))
+    assert not rerun_waiting(SimpleNamespace(script_requests=None))  # no queue to read: as before
