@@ -177,6 +177,17 @@ class Explanation:
         ``(self.category_values, **options)``."""
         return show(self, "category_chart", **options)
 
+    def features(self, sae: Any, bundle: ModelBundle, top: int = 5) -> Any:
+        """The SAE latents of every node (issue 47): :func:`probes.sae.features` ``(sae, self, bundle, top)``, its
+        :class:`probes.sae.NodeFeatures` (``.of(node)``: the node's ``top`` strongest latents). ``sae``: a
+        :class:`probes.sae.SparseAutoencoder` of this explanation's model (``probes.sae.load_sae``); ``bundle``: the
+        model, whose hidden states are read again (an explanation keeps none). asc never imports probes (imports
+        point one way): the SAE object does the work (``sae.node_features``)."""
+        node_features = getattr(sae, "node_features", None)
+        if not callable(node_features):
+            raise InputError(f"features() takes an SAE (probes.sae.load_sae(folder)), not {type(sae).__name__}")
+        return node_features(self, bundle, top)
+
 
 def check_source(source: str, language: str | None = None) -> str:
     """The snippet itself, or an :class:`InputError` (not text, invalid Unicode, empty, over

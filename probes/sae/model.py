@@ -187,6 +187,13 @@ class SparseAutoencoder(torch.nn.Module):  # type: ignore[misc]
         """The reconstruction of ``x``."""
         return self.decode(self.encode(x))
 
+    def node_features(self, explanation: Any, bundle: Any, top: int = 5) -> Any:
+        """:func:`probes.sae.dashboard.features` ``(self, explanation, bundle, top)``: what
+        :meth:`asc.explain.Explanation.features` calls."""
+        from probes.sae.dashboard import features
+
+        return features(self, explanation, bundle, top)
+
     def weights(self) -> dict[str, torch.Tensor]:
         """SAELens's state dict: the tensors ``sae_weights.safetensors`` holds (contiguous, on the CPU)."""
         return {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}

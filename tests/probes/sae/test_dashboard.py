@@ -88,3 +88,8 @@ def test_features_gives_each_node_its_strongest_latents(tiny):
     assert root[0] == (int(acts.max(0).argmax()), pytest.approx(float(acts.max())))
     ident = features(identity_sae(32), ex, tiny)
     assert ident.latents.shape[1] == 5
+    from_python = ex.features(sae, tiny, top=2)  # the explanation's own method: the same call
+    np.testing.assert_array_equal(from_python.latents, nf.latents)
+    np.testing.assert_array_equal(from_python.values, nf.values)
+    with pytest.raises(InputError, match="features\\(\\) takes an SAE"):
+        ex.features("runs/sae/tiny", tiny)
