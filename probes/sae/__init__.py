@@ -21,10 +21,11 @@ CLI: ``python -m probes sae {train,eval,enrich,show,versus}``.
 """
 
 from probes.sae.corpus import CorpusActivations, corpus_activations
-from probes.sae.dashboard import NodeFeatures, features, latent_card, render_card
+from probes.sae.dashboard import latent_card, render_card
 from probes.sae.enrichment import LABEL_MIN_TOKENS, Enrichment, enrich
 from probes.sae.figures import HEATMAP_VALUES, activation_histogram, card_html, category_heatmap
 from probes.sae.model import SaeConfig, SaeMismatchError, SparseAutoencoder, check_sae_for, load_sae, save_sae
+from probes.sae.nodes import NodeFeatures, features
 from probes.sae.quality import SaeQuality, evaluate_sae
 from probes.sae.store import (
     QUALITY_FILE,

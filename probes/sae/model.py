@@ -187,10 +187,14 @@ class SparseAutoencoder(torch.nn.Module):  # type: ignore[misc]
         """The reconstruction of ``x``."""
         return self.decode(self.encode(x))
 
+    def check_for(self, bundle: Any) -> int:
+        """:func:`check_sae_for` ``(self, bundle)``: the layer it reads, or a :class:`SaeMismatchError`."""
+        return check_sae_for(self, bundle)
+
     def node_features(self, explanation: Any, bundle: Any, top: int = 5) -> Any:
-        """:func:`probes.sae.dashboard.features` ``(self, explanation, bundle, top)``: what
+        """:func:`probes.sae.nodes.features` ``(self, explanation, bundle, top)``: what
         :meth:`asc.explain.Explanation.features` calls."""
-        from probes.sae.dashboard import features
+        from probes.sae.nodes import features
 
         return features(self, explanation, bundle, top)
 
