@@ -125,6 +125,7 @@ def with_progress(label: str, work: Callable[[Callable[[str, int, int], None]], 
             st.session_state[_STOPPED + cancel_key] = (str(state["stage"]), int(state["done"]), int(state["total"]))
         raise
     box.empty()
+    st.session_state.pop(_STOPPED + cancel_key, None)  # a run that ended leaves no "how far" for a later Cancel
     if error:
         raise error[0]
     return value[0]

@@ -67,6 +67,9 @@ def test_cancel_stops_before_the_work_runs_again():
         at.run()
     assert [m.value for m in at.markdown] == ["cancelled ('counting', 1, 3)"]  # how far it got, said once
     assert _STOPPED + "cancel_me" not in at.session_state
+    at.session_state[_STOPPED + "cancel_me"] = ("counting", 2, 3)  # left by a run another widget interrupted
+    at.run()  # ... then a run that ends: nothing stale is kept for a later Cancel
+    assert [m.value for m in at.markdown] == ["result 42"] and _STOPPED + "cancel_me" not in at.session_state
 
 
 def test_a_queued_rerun_is_seen_through_the_sessions_requests():
