@@ -45,6 +45,21 @@ new MutationObserver(records => {
 }).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
                       attributeFilter: ['data-test-script-state']});
 """
+#: Counts, in ``window.__ascMessages``, the messages this page's websockets received from the server (Streamlit's
+#: one socket: deltas, script-state changes, pings of its own protocol): for a page that must stay quiet.
+COUNT_MESSAGES = """
+(() => {
+  const Native = window.WebSocket;
+  window.__ascMessages = 0;
+  window.WebSocket = function (...args) {
+    const socket = new Native(...args);
+    socket.addEventListener('message', () => { window.__ascMessages += 1; });
+    return socket;
+  };
+  window.WebSocket.prototype = Native.prototype;
+  Object.assign(window.WebSocket, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3});
+})();
+"""
 #: Ends every CSS animation at once (spinners, the running icon, skeletons' shimmer): in a headless chromium
 #: without a GPU each animated page repaints 60 times a second on the CPU while it waits for the server (0.1 of a
 #: core per page, more than everything else a waiting page does). Transitions stay, and so does every element and
@@ -160,15 +175,18 @@ def still(page):
     return page
 
 
-def open_page(browser, url: str, title: str, **kwargs):
+def open_page(browser, url: str, title: str, scripts: tuple[str, ...] = (), **kwargs):
     """A new session on ``url`` (a page of 1500 x 1100 px) once its title ``title`` shows and its first run has
-    finished (a fresh session reports idle before its first run starts, so the title comes first). ``kwargs`` go to
-    ``browser.new_page``. Actions on the page wait up to :data:`SHOWN` for their element."""
+    finished (a fresh session reports idle before its first run starts, so the title comes first). ``scripts`` run
+    in the page before the app's own (e.g. :data:`COUNT_MESSAGES`); ``kwargs`` go to ``browser.new_page``. Actions
+    on the page wait up to :data:`SHOWN` for their element."""
     from playwright.sync_api import expect
 
     page = browser.new_page(**{"viewport": {"width": 1500, "height": 1100}, **kwargs})
     page.set_default_timeout(SHOWN)
     page.add_init_script(_COUNT_RUNS)
+    for script in scripts:
+        page.add_init_script(script)
     still(page).goto(url)
     expect(page.locator("h1", has_text=title)).to_be_visible(timeout=SHOWN)
     idle(page)
