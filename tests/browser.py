@@ -79,6 +79,8 @@ _STILL = """
 #: which makes a waiting page draw 60 frames a second on the CPU (0.08 of a core) for as long as a model run lasts; the
 #: run counters (:data:`_COUNT_RUNS`) count every change, so checking them 10 times a second misses none
 POLL_MS = 100
+#: ms a click or key may take to start a run in the browser (:func:`started`) before it counts as lost and is retried
+STARTS = 20_000
 _IDLE = "document.querySelector(\"[data-testid='stApp']\")?.getAttribute('data-test-script-state') === 'notRunning'"
 
 
@@ -218,6 +220,36 @@ def rerun(page, action: Callable[[], object], timeout: float = SHOWN) -> None:
                            polling=POLL_MS)
 
 
+def _counts(page) -> list[int]:
+    """The page's run counters (:data:`_COUNT_RUNS`): runs started, runs done."""
+    return page.evaluate("[window.__ascRunsStarted || 0, window.__ascRunsDone || 0]")
+
+
+def started(page, counts: list[int], within: float = STARTS) -> bool:
+    """Whether a run has started (or started and ended) in ``page`` since its counters read ``counts``, waiting up to
+    ``within`` ms. A click or key that starts a run changes the page's script state at once, in the browser: no
+    server work comes before it, so a short wait tells a lost click from a slow run."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function("([s, d]) => (window.__ascRunsStarted || 0) > s || (window.__ascRunsDone || 0) > d",
+                               arg=counts, timeout=within, polling=POLL_MS)
+    except PlaywrightTimeout:
+        return False
+    return True
+
+
+def retried(what: str) -> None:
+    """Note in ``test-output/retries.log`` that a helper had to try an action again (test, time, what): the retries
+    cost little, and the log says which clicks a loaded machine loses."""
+    import os
+
+    OUT.mkdir(exist_ok=True)
+    test = os.environ.get("PYTEST_CURRENT_TEST", "?")
+    with (OUT / "retries.log").open("a") as log:
+        log.write(f"{time.strftime('%H:%M:%S')} {test}: {what}\n")
+
+
 def click_point(page, point, timeout: float = SHOWN, tries: int = 3) -> None:
     """Click a plotly chart's ``point`` (a locator) and wait for the run the selection starts, as :func:`rerun`.
 
@@ -232,9 +264,10 @@ def click_point(page, point, timeout: float = SHOWN, tries: int = 3) -> None:
         point.click(force=True)
         try:
             page.wait_for_function("([s, d]) => (window.__ascRunsStarted || 0) > s || (window.__ascRunsDone || 0) > d",
-                                   arg=[started, done], timeout=timeout / tries, polling=POLL_MS)
+                                   arg=[started, done], timeout=min(timeout / tries, STARTS), polling=POLL_MS)
             break
         except PlaywrightTimeout:  # no run started: the click selected nothing
+            retried(f"click_point: click {attempt + 1} of {tries} started no run")
             if attempt == tries - 1:
                 raise
     page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=done, timeout=timeout,
@@ -246,17 +279,22 @@ def click_until(page, target, shown, timeout: float = SHOWN, tries: int = 3) -> 
     changes, e.g. ``lambda t: expect(code).to_have_value(v, timeout=t)``) holds, then wait until no run goes on.
 
     A click that lands while Streamlit redraws the page can start no run (seen once in a clean clone: the inspector's
-    "Keep the first 2 lines" button, no rerun within 120 s while the other worker ran the Global demo): when what the
-    click should change has not changed ``timeout / tries`` after it, the button is clicked again."""
+    "Keep the first 2 lines" button, no rerun within 120 s while the other worker ran the Global demo): a click
+    that starts no run within :data:`STARTS` is made again (:func:`started`); one that started a run has
+    ``timeout`` for ``shown``, and a click whose run ended without it is made again too, up to ``tries`` clicks."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     for attempt in range(tries):
         idle(page, timeout)
+        counts = _counts(page)
         target.click()
         try:
-            shown(timeout / tries)
+            if not started(page, counts):
+                raise AssertionError("no run started")
+            shown(timeout)
             break
-        except (AssertionError, PlaywrightTimeout):
+        except (AssertionError, PlaywrightTimeout) as failed:
+            retried(f"click_until: click {attempt + 1} of {tries}: {str(failed).splitlines()[0][:120]}")
             if attempt == tries - 1:
                 raise
     idle(page, timeout)
@@ -278,30 +316,33 @@ def choose(page, key: str, typed: str, option: re.Pattern | str, timeout: float 
     box = page.locator(f".st-key-{key} input[role='combobox']")
     if pattern.search(box.input_value()):
         return  # already chosen: choosing it again would start no rerun
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     first = page.get_by_role("listbox").get_by_role("option").first
     for choice in range(3):  # an Enter that lands while the page is redrawn takes nothing: choose again
         for attempt in range(3):  # a click that lands while the box is redrawn opens no list: open it again
             box.click()
             box.fill(typed)
-            try:
-                expect(first).to_have_text(pattern, timeout=timeout / 3)
+            try:  # the list is the browser's: it opens and filters without the server
+                expect(first).to_have_text(pattern, timeout=min(timeout / 3, STARTS))
                 break
             except AssertionError:
+                retried(f"choose {key}: the list did not show {pattern.pattern!r} (try {attempt + 1} of 3)")
                 if attempt == 2:
                     raise
                 box.press("Escape")
                 idle(page, timeout)
-        try:
-            rerun(page, lambda: box.press("Enter"), timeout / 2)
+        counts = _counts(page)
+        box.press("Enter")
+        if started(page, counts):
+            page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=counts[1],
+                                   timeout=timeout, polling=POLL_MS)
             break
-        except PlaywrightTimeout:
-            if pattern.search(box.input_value()):  # taken, and its run is slow: wait for it
-                idle(page, timeout)
-                break
-            if choice == 2:
-                raise
-            box.press("Escape")
+        if pattern.search(box.input_value()):  # taken, and its run not seen starting: wait for it
             idle(page, timeout)
+            break
+        retried(f"choose {key}: Enter started no run (try {choice + 1} of 3)")
+        if choice == 2:
+            raise AssertionError(f"choosing {pattern.pattern!r} in {key} started no run in three tries")
+        box.press("Escape")
+        idle(page, timeout)
     expect(box).to_have_value(pattern, timeout=timeout)

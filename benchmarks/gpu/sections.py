@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import gc
 import io
 import json
@@ -98,7 +99,9 @@ def configs(dry: bool) -> dict[str, dict[str, Any]]:
     return archs
 
 
+@functools.cache
 def tokenizer() -> Any:
+    """SmolLM2's tokenizer, loaded once per process (every architecture's bundle shares it; none changes it)."""
     from transformers import AutoTokenizer
 
     folder = ROOT / ".gpu" / "tokenizer"
