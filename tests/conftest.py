@@ -1,9 +1,10 @@
 """Shared fixtures: the in-process tiny random model, with and without a BOS token; the real SmolLM2 and Gemma 3 (loaded
 once per pytest-xdist worker); small real runs.
 
-The real runs are session fixtures, built once per pytest-xdist worker; :func:`humaneval40` (a minute of SmolLM2),
-read by tests on either worker, is built once for the whole session (the first worker builds it under a lock, the
-other waits for it and reads it: pytest-xdist's recipe for a session fixture).
+The real runs are session fixtures built once for the whole session with :func:`tests.helpers.built_once`: the first pytest-xdist
+worker that asks builds the folder under a lock, the other waits for it (pytest-xdist's recipe for a session
+fixture), and each worker gets a copy of its own (the app and the pages may write caches into a run folder), except
+:func:`humaneval40` (a minute of SmolLM2), which tests only read.
 
 Every test runs offline (``HF_HUB_OFFLINE=1`` is set before transformers is imported).
 
@@ -15,7 +16,6 @@ random model, local folders and hub ids are not guarded. The guard sees loads in
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sys
 from pathlib import Path
@@ -39,6 +39,7 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ
 
 import pytest  # noqa: E402
 
+from tests.helpers import built_once  # noqa: E402
 from tests.support.models import tiny_random_model  # noqa: E402
 
 # ------------------------------------------------------------------------------------------ real-model guard
@@ -183,34 +184,29 @@ def gemma():
 
 
 @pytest.fixture(scope="session")
-def runs_dir(tmp_path_factory, smol):
+def runs_dir(tmp_path_factory, request):
     """Run folders ``smol`` (the real SmolLM2) and ``tiny`` on the same 5 HumanEval problems (tests: ``real``)."""
-    from asc import load_corpus, run_corpus
+    def build(root: Path) -> None:
+        from asc import load_corpus, run_corpus
 
-    root = tmp_path_factory.mktemp("runs")
-    snippets = load_corpus("humaneval", limit=5)
-    run_corpus(smol, snippets, root / "smol", corpus="humaneval", progress=False)
-    run_corpus(tiny_random_model(), snippets, root / "tiny", corpus="humaneval", progress=False)
-    return root
+        snippets = load_corpus("humaneval", limit=5)
+        run_corpus(request.getfixturevalue("smol"), snippets, root / "smol", corpus="humaneval", progress=False)
+        run_corpus(tiny_random_model(), snippets, root / "tiny", corpus="humaneval", progress=False)
+
+    return built_once(request, tmp_path_factory, "runs", build)
 
 
 @pytest.fixture(scope="session")
 def humaneval40(tmp_path_factory, request):
     """The run folder of the real SmolLM2 on the first 40 HumanEval problems (the eval demo's run; tests: ``real``),
-    built once per session: under pytest-xdist in the workers' common temporary folder, by the first worker that
-    asks (holding a lock the others wait on). Tests only read it."""
-    from asc import load_corpus, run_corpus
+    built once per session (:func:`tests.helpers.built_once`); tests only read it."""
+    def build(root: Path) -> None:
+        from asc import load_corpus, run_corpus
 
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if hasattr(request.config, "workerinput") else base  # a worker's: the workers' common folder
-    out, done = root / "humaneval40" / "smol", root / "humaneval40.done"
-    with open(root / "humaneval40.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not done.exists():
-            run_corpus(request.getfixturevalue("smol"), load_corpus("humaneval", limit=40), out, corpus="humaneval",
-                       progress=False)
-            done.touch()
-    return out
+        run_corpus(request.getfixturevalue("smol"), load_corpus("humaneval", limit=40), root / "smol",
+                   corpus="humaneval", progress=False)
+
+    return built_once(request, tmp_path_factory, "humaneval40", build, copy=False) / "smol"
 
 
 @pytest.fixture(scope="session")

@@ -6,10 +6,13 @@ Import them as ``from tests.helpers import ...``: pytest puts the repository roo
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +29,30 @@ def run_module(module: str, *args: str, stdin: bytes | None = None, timeout: int
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run([sys.executable, "-m", module, *args], input=stdin, capture_output=True, env=env,
                           timeout=timeout, cwd=ROOT)
+
+
+# --------------------------------------------------------------------------------------- session folders
+
+
+def built_once(request, tmp_path_factory, name: str, build: Callable[[Path], object], copy: bool = True) -> Path:
+    """The folder ``name`` made by ``build(folder)`` once per session: under pytest-xdist in the workers' common
+    temporary folder, by the first worker that asks (holding a lock the others wait on). With ``copy`` each worker
+    gets a copy of its own (in its own temporary folder), which its tests may write into; without, the one folder."""
+    base = tmp_path_factory.getbasetemp()
+    common = base.parent if hasattr(request.config, "workerinput") else base  # a worker's: the workers' common folder
+    shared, done = common / f"{name}-built", common / f"{name}.done"
+    with open(common / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            shutil.rmtree(shared, ignore_errors=True)
+            shared.mkdir()
+            build(shared)
+            done.touch()
+    if not copy:
+        return shared
+    mine = tmp_path_factory.mktemp(name)
+    shutil.copytree(shared, mine, dirs_exist_ok=True)
+    return mine
 
 
 def heavy_modules_after_import(package: str, heavy: tuple[str, ...]) -> str:

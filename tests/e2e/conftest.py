@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser import chromium, serve
+from tests.helpers import built_once
 
 HERE = Path(__file__).resolve().parent
 
@@ -41,7 +42,7 @@ def browser():
 
 
 @pytest.fixture(scope="session")
-def e2e_runs(runs_dir, smol, tmp_path_factory):
+def e2e_runs(tmp_path_factory, request):
     """A runs folder with results for every page: the two HumanEval runs of ``runs_dir`` (SmolLM2, tiny), small
     attention, layer and glueCode runs of the tiny random model (glueCode: hand-made items of five tasks, two context
     levels), a small real BLANCA run (MiniLM on hand-made items of the five tasks), a tiny SAE of the tiny model
@@ -50,7 +51,15 @@ def e2e_runs(runs_dir, smol, tmp_path_factory):
 
     The glueCode run is the tiny model's, not SmolLM2's (a minute of CPU for the long file-level contexts): the page
     draws any run's answers the same way, and what the tests check of an item comes from the item (the answer's
-    node, outlined) and from the sidebar's SmolLM2, which explains the function in the page itself."""
+    node, outlined) and from the sidebar's SmolLM2, which explains the function in the page itself.
+
+    Built once per session and copied to each worker (:func:`tests.conftest.built_once`): each worker's app server
+    writes into its own copy."""
+    return built_once(request, tmp_path_factory, "e2e-runs", lambda root: _build_e2e_runs(
+        root, request.getfixturevalue("runs_dir"), request.getfixturevalue("smol")))
+
+
+def _build_e2e_runs(root: Path, runs_dir: Path, smol) -> None:
     from asc.models import load_model
     from probes.blanca.build import load_task_set
     from probes.blanca.runs import run_blanca
@@ -61,7 +70,6 @@ def e2e_runs(runs_dir, smol, tmp_path_factory):
     from tests.helpers import ATTENTION_CODES, gluecode_items, toy_task, write_blanca_set
     from tests.support.models import tiny_random_model
 
-    root = tmp_path_factory.mktemp("e2e-runs")
     for run in ("smol", "tiny"):
         shutil.copytree(runs_dir / run, root / run)
     tiny = tiny_random_model()
@@ -81,7 +89,6 @@ def e2e_runs(runs_dir, smol, tmp_path_factory):
     # functions, 32 latents), measured and enriched on 2 functions
     sae_job(root / "sae" / "smollm2", train_corpus="humaneval", tokens=256, width=32, k=4, limit=2, train_limit=2,
             max_tokens=128, batch_size=128)(smol, lambda *_: None, lambda: False)
-    return root
 
 
 @pytest.fixture(scope="session")
