@@ -264,7 +264,7 @@ def click_point(page, point, timeout: float = SHOWN, tries: int = 3) -> None:
         point.click(force=True)
         try:
             page.wait_for_function("([s, d]) => (window.__ascRunsStarted || 0) > s || (window.__ascRunsDone || 0) > d",
-                                   arg=[started, done], timeout=min(timeout / tries, STARTS), polling=POLL_MS)
+                                   arg=[started, done], timeout=timeout / tries, polling=POLL_MS)
             break
         except PlaywrightTimeout:  # no run started: the click selected nothing
             retried(f"click_point: click {attempt + 1} of {tries} started no run")
