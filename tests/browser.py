@@ -216,7 +216,12 @@ def rerun(page, action: Callable[[], object], timeout: float = SHOWN) -> None:
     idle(page, timeout)
     before = page.evaluate("window.__ascRunsDone || 0")
     action()
-    page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=before, timeout=timeout,
+    finished(page, before, timeout)
+
+
+def finished(page, done: int, timeout: float = SHOWN) -> None:
+    """Until ``page`` has finished more runs than ``done`` and none goes on."""
+    page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=done, timeout=timeout,
                            polling=POLL_MS)
 
 
@@ -256,22 +261,15 @@ def click_point(page, point, timeout: float = SHOWN, tries: int = 3) -> None:
     A click that lands while plotly is still wiring a freshly drawn chart (a loaded machine) selects nothing and
     starts no run, and waiting for its run would wait forever: when no run has started ``timeout / tries`` after a
     click, the point is clicked again (safe: nothing was selected). Once a run has started, it is waited for."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    done = page.evaluate("window.__ascRunsDone || 0")
-    started = page.evaluate("window.__ascRunsStarted || 0")
+    counts = _counts(page)
     for attempt in range(tries):
         point.click(force=True)
-        try:
-            page.wait_for_function("([s, d]) => (window.__ascRunsStarted || 0) > s || (window.__ascRunsDone || 0) > d",
-                                   arg=[started, done], timeout=timeout / tries, polling=POLL_MS)
+        if started(page, counts, timeout / tries):
             break
-        except PlaywrightTimeout:  # no run started: the click selected nothing
-            retried(f"click_point: click {attempt + 1} of {tries} started no run")
-            if attempt == tries - 1:
-                raise
-    page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=done, timeout=timeout,
-                           polling=POLL_MS)
+        retried(f"click_point: click {attempt + 1} of {tries} started no run")  # the click selected nothing
+        if attempt == tries - 1:
+            raise AssertionError(f"{tries} clicks on a chart's point started no run")
+    finished(page, counts[1], timeout)
 
 
 def click_until(page, target, shown, timeout: float = SHOWN, tries: int = 3) -> None:
@@ -334,8 +332,7 @@ def choose(page, key: str, typed: str, option: re.Pattern | str, timeout: float 
         counts = _counts(page)
         box.press("Enter")
         if started(page, counts):
-            page.wait_for_function(f"n => (window.__ascRunsDone || 0) > n && {_IDLE}", arg=counts[1],
-                                   timeout=timeout, polling=POLL_MS)
+            finished(page, counts[1], timeout)
             break
         if pattern.search(box.input_value()):  # taken, and its run not seen starting: wait for it
             idle(page, timeout)
