@@ -55,11 +55,13 @@ docs: setup
 docs-serve: setup
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:$(DOCS_PORT)
 
-# Debian's chromium for the end-to-end browser test (never `playwright install`: no downloads here)
+# Debian's chromium headless shell for the end-to-end browser tests (never `playwright install`: no downloads here);
+# without root, an installed /usr/bin/chromium serves (tests/browser.py), else the browser tests skip
 browser:
-	@test -x /usr/bin/chromium || { if [ "$$(id -u)" = 0 ]; then \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else echo "chromium is missing and we are not root: the browser test will be skipped"; fi; }
+	@test -x /usr/lib/chromium/chromium-headless-shell || { if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null; \
+	  elif [ -x /usr/bin/chromium ]; then echo "chromium-headless-shell is missing: the browser tests use /usr/bin/chromium"; \
+	  else echo "chromium is missing and we are not root: the browser tests will be skipped"; fi; }
 
 # Debian's Python documentation sources (reST) for BLANCA's R, L and F tasks; without them those tests skip
 docs-data:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -132,6 +133,28 @@ def _local_mode(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("ASC_RUNS_DIR", str(tmp_path_factory.mktemp("default-runs")))
     yield
     private_writes(False)
+
+
+# ------------------------------------------------------------------------------------------ timeline
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _state["started"] = time.time()
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    """One line per test in ``test-output/timeline-<worker>.tsv`` (worker, start, end, test): with pytest-xdist,
+    where each worker's wall time went (the junit file has each test's time, not when it ran or on which worker)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    started = _state.get("started")
+    if started is None:
+        return
+    out = ROOT / "test-output"
+    out.mkdir(exist_ok=True)
+    mode = "a" if _state.get("timeline") else "w"  # this session's first test starts the file afresh
+    _state["timeline"] = True
+    with (out / f"timeline-{worker}.tsv").open(mode, encoding="utf-8") as log:
+        log.write(f"{worker}\t{started:.2f}\t{time.time():.2f}\t{nodeid}\n")
 
 
 # ------------------------------------------------------------------------------------------ AppTest modules
