@@ -138,21 +138,27 @@ def _local_mode(monkeypatch, tmp_path_factory):
 # ------------------------------------------------------------------------------------------ timeline
 
 
+def pytest_configure(config):
+    # only a pytest-xdist worker of this session records (not a pytest that a test starts, in or out of process)
+    _state["timeline"] = "off" if not hasattr(config, "workerinput") else None
+
+
 def pytest_runtest_logstart(nodeid, location):
     _state["started"] = time.time()
 
 
 def pytest_runtest_logfinish(nodeid, location):
-    """One line per test in ``test-output/timeline-<worker>.tsv`` (worker, start, end, test): with pytest-xdist,
-    where each worker's wall time went (the junit file has each test's time, not when it ran or on which worker)."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    """One line per test in ``test-output/timeline-<worker>.tsv`` (worker, start, end, test) from each of
+    pytest-xdist's workers: where each worker's wall time went (the junit file has each test's time, not when it ran
+    or on which worker)."""
     started = _state.get("started")
-    if started is None:
+    if _state.get("timeline") == "off" or started is None:
         return
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     out = ROOT / "test-output"
     out.mkdir(exist_ok=True)
     mode = "a" if _state.get("timeline") else "w"  # this session's first test starts the file afresh
-    _state["timeline"] = True
+    _state["timeline"] = "on"
     with (out / f"timeline-{worker}.tsv").open(mode, encoding="utf-8") as log:
         log.write(f"{worker}\t{started:.2f}\t{time.time():.2f}\t{nodeid}\n")
 

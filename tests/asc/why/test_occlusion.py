@@ -117,3 +117,25 @@ def test_the_corruption_hook_runs_the_corrupted_text(tiny, ex, target):
     plain = occlude(tiny, ex, target)
     others = np.arange(tree.n_nodes) != picked
     np.testing.assert_allclose(occ.node_attr[others], plain.node_attr[others], equal_nan=True, atol=1e-6)
+
+
+@pytest.mark.parametrize("logit_floats", [1 << 25, 64 * 50257], ids=["one batch", "batches of a few rows"])
+def test_every_corrupted_text_runs_batched_and_equals_its_own_forward_pass(tiny, ex, target, monkeypatch,
+                                                                          logit_floats):
+    """The valid corruptions of asc.why.corrupt run in batches (rows from the first one's new position, padded
+    after their targets): each node's value equals a full forward pass over its own corrupted text, in one batch
+    and in several (a budget of 64 tokens of logits)."""
+    from asc.why import occlusion
+
+    monkeypatch.setattr(occlusion, "_LOGIT_FLOATS", logit_floats)
+    occ = occlude(tiny, ex, target, corruptions=node_corruptions)
+    first_char = int(ex.scores.start[target.index])
+    checked = 0
+    for node in np.flatnonzero(occ.corrupted):
+        fork = node_corruptions(ex.tree, int(node))
+        row = occlusion._corrupted_row(tiny, ex.scores.ids, target, first_char, fork)
+        assert row is not None
+        c_ids, _, moved = row
+        assert occ.node_attr[node] == pytest.approx(occ.value - _direct(tiny, c_ids, moved), abs=1e-4), node
+        checked += 1
+    assert checked >= 10, checked  # enough rows for several batches at the small budget
