@@ -44,6 +44,7 @@ MANIFEST = "asc-manifest.json"  # the digests of an entry's files, written by th
 _MANIFEST_VERSION = 1
 _CHUNK = 1 << 22
 _VERIFIED: set[tuple[str, int, int, int]] = set()  # (path, inode, size, mtime_ns) of files whose digest matched
+_NO_AUTO_MAP: set[tuple[str, int, int, int]] = set()  # the same, of JSON files found without an auto_map
 _LOCK = threading.Lock()
 
 
@@ -113,17 +114,28 @@ def check_entry(entry: Path) -> None:
         if path.suffix in (".py", ".pyc", ".pyw", ".so", ".pth"):
             raise CacheError(f"the cache entry {entry} holds code ({path.name}): an entry is data only; delete "
                              f"{entry} and load the model again")
-        if path.suffix == ".json" and stat.S_ISREG(st.st_mode) and _has_auto_map(path):
+        if path.suffix == ".json" and stat.S_ISREG(st.st_mode) and _has_auto_map(path, st):
             raise CacheError(f"the cache entry {entry} names code to run ({path.name} has an auto_map): an entry "
                              f"the app wrote has none; delete {entry} and load the model again")
 
 
-def _has_auto_map(path: Path) -> bool:
+def _has_auto_map(path: Path, st: os.stat_result) -> bool:
+    """Whether the JSON file ``path`` (of stat ``st``) has an ``auto_map`` key at any depth. A file version found
+    without one is remembered for the process (as the digests are): a tokenizer.json of a few MB took 0.1-0.2 s to
+    parse and walk, on every load of a cached model."""
+    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    with _LOCK:
+        if key in _NO_AUTO_MAP:
+            return False
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False  # not JSON the loader could read either
-    return _finds(data, "auto_map")
+    found = _finds(data, "auto_map")
+    if not found:
+        with _LOCK:
+            _NO_AUTO_MAP.add(key)
+    return found
 
 
 def _finds(data: object, key: str) -> bool:

@@ -175,6 +175,22 @@ def test_an_entry_with_code_is_refused_and_runs_nothing(tiny, marks, kind):
     assert _ran(marks) == []
 
 
+def test_an_auto_map_written_after_a_clean_check_is_found(tiny):
+    """check_entry remembers a JSON file found without an auto_map (per file version, as the digests): a file
+    rewritten since is read again."""
+    from asc.caches import check_entry
+    from asc.models import load_model
+
+    load_model(str(tiny))
+    entry = _entry(tiny)
+    check_entry(entry)
+    check_entry(entry)  # remembered: the same file version
+    config = json.loads((entry / "config.json").read_text())
+    (entry / "config.json").write_text(json.dumps({**config, "auto_map": {"AutoConfig": "evil.EvilConfig"}}))
+    with pytest.raises(CacheError, match="auto_map"):
+        check_entry(entry)
+
+
 def test_a_planted_entry_of_other_weights_is_never_served(tiny, marks):
     from asc.models import load_model
 
