@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["CONFOUNDERS", "OUTCOME", "CausalResult", "snippet_table", "treatments_of", "causal_graph",
-           "estimate", "causal_table", "run_causal", "run_treatments", "MIN_SNIPPETS", "REFUTE_SAMPLE",
+           "estimate", "causal_table", "chosen_treatments", "run_causal", "run_treatments", "MIN_SNIPPETS", "REFUTE_SAMPLE",
            "MIN_REFUTE_SAMPLE", "MAX_SIMULATIONS"]
 
 log = logging.getLogger(__name__)
@@ -345,14 +345,30 @@ def run_treatments(run: RunData) -> list[str]:
     return treatments_of(load_categories(run.language))
 
 
+def chosen_treatments(run: RunData, names: Sequence[str] | None) -> list[str]:
+    """``names`` checked against :func:`run_treatments` (in Table II's order; None: all of them); an unknown or empty
+    choice is an :class:`InputError` that lists the valid names."""
+    valid = run_treatments(run)
+    if names is None:
+        return valid
+    wanted = [n.strip() for n in names if n.strip()]
+    unknown = [n for n in wanted if n not in valid]
+    if unknown or not wanted:
+        what = f"unknown treatment(s) {', '.join(repr(n) for n in unknown)}" if unknown else "no treatment given"
+        raise InputError(f"{what}: choose from {', '.join(valid)}")
+    return [n for n in valid if n in wanted]
+
+
 def run_causal(run: RunData, min_snippets: int = MIN_SNIPPETS, seed: int = 0, simulations: int = 50,
                on_progress: Callable[[int, int], None] | None = None, refute_sample: int | None = REFUTE_SAMPLE,
-               jobs: int = 1) -> CausalResult:
+               jobs: int = 1, treatments: Sequence[str] | None = None) -> CausalResult:
     """AsC-Causal of a run read with its snippets and concepts (``load_run(path, tables=("snippets",
     "concepts"))``): the snippet table and Table II over the treatments of the run's language
-    (:attr:`RunData.language`), what the CLI's ``causal`` and the app's page both compute. The other arguments are
-    :func:`causal_table`'s."""
+    (:attr:`RunData.language`), what the CLI's ``causal`` and the app's page both compute; ``treatments``: only
+    these rows (:func:`chosen_treatments`; each row is computed on its own with the same seed, so a row is the same
+    alone or in the whole table). The other arguments are :func:`causal_table`'s."""
+    chosen = chosen_treatments(run, treatments)
     data = snippet_table(run)
-    return CausalResult(data, causal_table(data, run_treatments(run), min_snippets=min_snippets, seed=seed,
+    return CausalResult(data, causal_table(data, chosen, min_snippets=min_snippets, seed=seed,
                                            simulations=simulations, on_progress=on_progress,
                                            refute_sample=refute_sample, jobs=jobs))

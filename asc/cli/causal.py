@@ -3,7 +3,8 @@
 Per concept (treatment) of the run, the Pearson r with each confounder and with the loss, and the average treatment
 effect on the loss with dowhy's three refuters (:func:`asc.causal.run_causal`; one worker process per concept,
 ``--jobs``). The refuters run on a seeded subsample of ``--refute-sample`` snippets per concept (``all``: every
-snippet); the estimates always use all. The full table (p-values, refuter effects, verdicts in words) is written
+snippet); the estimates always use all. ``--treatments`` computes only the rows named (each row is computed on its own with the
+same seed: the same values as in the whole table). The full table (p-values, refuter effects, verdicts in words) is written
 to ``--out`` (.csv or .json); the two views the app's page shows are printed.
 """
 
@@ -18,12 +19,17 @@ from asc.causal import MAX_SIMULATIONS
 from asc.cli.args import Subcommands, count, out_table, path_text, positive_int, seed_int
 from asc.cli.runner import write_table
 
-__all__ = ["add_parser", "execute", "refute_sample"]
+__all__ = ["add_parser", "execute", "refute_sample", "treatment_list"]
 
 
 def refute_sample(text: str) -> int | None:
     """argparse type of ``--refute-sample``: a count, or ``all`` (None); asc.causal checks the minimum."""
     return None if text.strip().lower() == "all" else positive_int(text)
+
+
+def treatment_list(text: str) -> list[str]:
+    """argparse type of ``--treatments``: comma-separated names (asc.causal checks them against the run's)."""
+    return [name.strip() for name in text.split(",")]
 
 
 def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
@@ -42,6 +48,9 @@ def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
                    "scale)")
     p.add_argument("--jobs", type=positive_int, default=min(4, os.cpu_count() or 1),
                    help="worker processes, one concept each (default: one per CPU core, at most 4); same results")
+    p.add_argument("--treatments", type=treatment_list, default=None, metavar="NAME[,NAME...]",
+                   help="only these rows of Table II, by the names of its treatment column (e.g. 'Global,category: "
+                   "Decision'); default: every treatment of the run's language")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=execute)
     return p
@@ -49,19 +58,20 @@ def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
 
 def execute(args: argparse.Namespace) -> int:
     """Run AsC-Causal, write the table and print its two views."""
-    from asc.causal import run_causal, run_treatments
+    from asc.causal import chosen_treatments, run_causal
     from asc.corpus.runs import load_run
     from asc.viz.causal import table2_views
 
     run = load_run(args.run, tables=("snippets", "concepts"))
+    treatments = chosen_treatments(run, args.treatments)  # an unknown name stops here, listing the valid ones
     bar = None
     if not args.quiet:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(run_treatments(run)), unit="treatment", desc="AsC-Causal", file=sys.stderr)
+        bar = tqdm(total=len(treatments), unit="treatment", desc="AsC-Causal", file=sys.stderr)
     result = run_causal(run, min_snippets=args.min_snippets, seed=args.seed, simulations=args.simulations,
                         on_progress=(lambda d, t: bar.update(1)) if bar else None, refute_sample=args.refute_sample,
-                        jobs=args.jobs)
+                        jobs=args.jobs, treatments=treatments)
     if bar is not None:
         bar.close()
     out = write_table(result.table, Path(args.out))

@@ -3,6 +3,7 @@
 The Causal page is tested in tests/pages/test_causal.py."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -112,10 +113,11 @@ def test_progress_counts_every_treatment_absent_ones_too():
 def test_real_run_global_value_lowers_the_loss(humaneval40, tmp_path, capsys):
     """SmolLM2 on the first 40 HumanEval problems (tests/conftest.py): enough for the global effect, whose 95%
     interval ends well below zero there (about -0.35). The Global row alone is computed here (each row of the table
-    is computed on its own, with the same seed); the CLI computes the whole table in one process (worker processes
-    give the same table: test_worker_processes_give_the_same_table). The CLI runs in this process (its ``main``, as
-    ``python -m asc`` calls it): the claim is the table it writes, and a subprocess would import pandas, dowhy and
-    the rest again (tests/asc/test_real_models.py runs ``python -m asc`` as a process)."""
+    is computed on its own, with the same seed); the CLI computes the same row with ``--treatments Global`` (worker
+    processes give the same table: test_worker_processes_give_the_same_table; the whole table comes from the causal
+    demo's test, tests/pages/test_demos.py). The CLI runs in this process (its ``main``, as ``python -m asc`` calls
+    it): the claim is the table it writes, and a subprocess would import pandas, dowhy and the rest again
+    (tests/asc/test_real_models.py runs ``python -m asc`` as a process)."""
     table = snippet_table(load_run(humaneval40))
     assert GLOBAL in treatments_of(load_categories("python"))
     res = causal_table(table, [GLOBAL], simulations=20).set_index("treatment")
@@ -126,10 +128,11 @@ def test_real_run_global_value_lowers_the_loss(humaneval40, tmp_path, capsys):
     # the CLI writes the same table
     capsys.readouterr()
     code = main(["causal", str(humaneval40), "--out", str(tmp_path / "c.json"), "--simulations", "20", "--quiet",
-                 "--jobs", "1"])
+                 "--jobs", "1", "--treatments", GLOBAL])
     out = capsys.readouterr()
     assert code == 0, out.err
     written = pd.DataFrame(json.loads((tmp_path / "c.json").read_text())).set_index("treatment")
+    assert list(written.index) == [GLOBAL]
     assert written.loc[GLOBAL, "ate"] == pytest.approx(glob["ate"])
     assert written.loc[GLOBAL, "placebo_effect"] == pytest.approx(glob["placebo_effect"])
     assert "Global" in out.out
@@ -289,6 +292,23 @@ def test_run_causal_is_table_ii_of_the_runs_snippet_table_over_its_languages_tre
     assert seen[-1] == (len(treatments), len(treatments))
     monkeypatch.setattr(RunData, "language", property(lambda self: "java"))  # the run's language picks the map
     assert run_treatments(run) == treatments_of(load_categories("java"))
+
+
+def test_chosen_treatments_are_the_same_rows_as_in_the_whole_table(tiny_run):
+    """``treatments``: only those rows, in Table II's order, each equal to its row of the whole table (every row is
+    computed on its own with the same seed); an unknown name or none is refused, listing the valid names."""
+    run = load_run(tiny_run, tables=("snippets", "concepts"))
+    chosen = ["category: Decision", GLOBAL]
+    part = run_causal(run, min_snippets=4, simulations=5, treatments=chosen).table
+    assert list(part["treatment"]) == [GLOBAL, "category: Decision"]
+    whole = run_causal(run, min_snippets=4, simulations=5).table
+    assert (part["status"] == "estimated").any()
+    pd.testing.assert_frame_equal(part.reset_index(drop=True),
+                                  whole[whole["treatment"].isin(chosen)].reset_index(drop=True),
+                                  check_dtype=False)  # counts: float in the whole table, where other rows have none
+    for bad, said in ((["Global", "category: Nope"], "unknown treatment(s) 'category: Nope'"), ([" "], "no treatment")):
+        with pytest.raises(InputError, match=re.escape(said) + ".*choose from Global, category: Data Structures, type: if_statement"):
+            run_causal(run, treatments=bad)
 
 
 def test_the_scatter_offers_estimated_treatments_or_else_every_one():

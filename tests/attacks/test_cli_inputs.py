@@ -209,6 +209,8 @@ def run_args(good_run: Path, tmp_path: Path) -> dict[str, tuple[list[str], str]]
         "causal --simulations 0": (["causal", str(good_run), "--out", str(tmp_path / "c.csv"), "--simulations", "0"],
                                    "--simulations"),
         "causal --out a folder": (["causal", str(good_run), "--out", str(tmp_path)], "is a folder: give a file name"),
+        "causal --treatments unknown": (["causal", str(good_run), "--out", str(tmp_path / "c.csv"), "--treatments",
+                                         "Global,Nope"], "unknown treatment(s) 'Nope': choose from Global, "),
         "explain a folder": (["explain", str(tmp_path), *ok], "is a folder, not a file"),
         "explain a named pipe": (["explain", str(fifo), *ok], "is a named pipe (FIFO), not a file"),  # never blocks
         "explain /dev/null": (["explain", "/dev/null", *ok], "/dev/null is a character device, not a file"),
@@ -220,7 +222,7 @@ def run_args(good_run: Path, tmp_path: Path) -> dict[str, tuple[list[str], str]]
 CASES_6 = ["compare a symlink loop", "compare --out in /proc", "compare --seed -1", "compare a long name",
            "explain --device ''", "eval --min-lines -3", "eval --min-lines above --max-lines", "eval --seed -1",
            "eval a 50 MB file", "eval a long corpus name", "causal --min-snippets -1", "causal --simulations 0",
-           "causal --out a folder", "explain a folder", "explain a named pipe", "explain /dev/null", "explain /dev/zero",
+           "causal --out a folder", "causal --treatments unknown", "explain a folder", "explain a named pipe", "explain /dev/null", "explain /dev/zero",
            "explain a long name"]
 
 
