@@ -59,8 +59,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["CONFOUNDERS", "OUTCOME", "CausalResult", "snippet_table", "treatments_of", "causal_graph",
-           "estimate", "causal_table", "chosen_treatments", "run_causal", "run_treatments", "MIN_SNIPPETS", "REFUTE_SAMPLE",
-           "MIN_REFUTE_SAMPLE", "MAX_SIMULATIONS"]
+           "estimate", "causal_table", "chosen_treatments", "run_causal", "run_treatments", "MIN_SNIPPETS",
+           "REFUTE_SAMPLE", "MIN_REFUTE_SAMPLE", "MAX_SIMULATIONS"]
 
 log = logging.getLogger(__name__)
 OUTCOME = "loss"

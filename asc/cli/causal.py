@@ -3,9 +3,9 @@
 Per concept (treatment) of the run, the Pearson r with each confounder and with the loss, and the average treatment
 effect on the loss with dowhy's three refuters (:func:`asc.causal.run_causal`; one worker process per concept,
 ``--jobs``). The refuters run on a seeded subsample of ``--refute-sample`` snippets per concept (``all``: every
-snippet); the estimates always use all. ``--treatments`` computes only the rows named (each row is computed on its own with the
-same seed: the same values as in the whole table). The full table (p-values, refuter effects, verdicts in words) is written
-to ``--out`` (.csv or .json); the two views the app's page shows are printed.
+snippet); the estimates always use all. ``--treatments`` computes only the rows named (each row is computed on its
+own with the same seed: the same values as in the whole table). The full table (p-values, refuter effects, verdicts
+in words) is written to ``--out`` (.csv or .json); the two views the app's page shows are printed.
 """
 
 from __future__ import annotations

@@ -19,11 +19,11 @@ How a node is removed:
 
 Variants with the same token set (a leaf and a parent with the same tokens, nested expressions) run once.
 Baseline variants are sorted by their first token and batched (rows x new tokens under a budget): a batch runs from
-its first row's first token, so rows pay for at most a few tokens more than their own. Corrupted texts are batched the
-same way (rows right-padded after their own target, their logits read at their own target's positions, under a budget
-of logits): a forward pass over a few tokens costs about the reading of every weight, so one at a time they took
-about half of an occlusion on SmolLM2 (measured: known-answer snippets 20-30% faster batched, the same values to 1e-6). Each variant costs its new
-tokens' forward pass plus attention to the cached prefix: on average about half a full pass for nodes spread over
+its first row's first token, so rows pay for at most a few tokens more than their own. Corrupted texts are batched
+the same way (rows right-padded after their own target, their logits read at their own target's positions, under a
+budget of logits): a forward pass over a few tokens costs about the reading of every weight, so one at a time they
+took about half of an occlusion on SmolLM2 (measured: known-answer snippets 20-30% faster batched, the same values
+to 1e-6). Each variant costs its new tokens' forward pass plus attention to the cached prefix: on average about half a full pass for nodes spread over
 the prompt (``benchmarks/bench_why.py`` measures it).
 """
 

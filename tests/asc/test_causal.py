@@ -307,7 +307,8 @@ def test_chosen_treatments_are_the_same_rows_as_in_the_whole_table(tiny_run):
                                   whole[whole["treatment"].isin(chosen)].reset_index(drop=True),
                                   check_dtype=False)  # counts: float in the whole table, where other rows have none
     for bad, said in ((["Global", "category: Nope"], "unknown treatment(s) 'category: Nope'"), ([" "], "no treatment")):
-        with pytest.raises(InputError, match=re.escape(said) + ".*choose from Global, category: Data Structures, type: if_statement"):
+        listed = ".*choose from Global, category: Data Structures, type: if_statement"  # Table II's order
+        with pytest.raises(InputError, match=re.escape(said) + listed):
             run_causal(run, treatments=bad)
 
 
