@@ -27,6 +27,7 @@ import numpy as np
 from asc.align import AlignOptions
 from asc.atomic import write_atomic
 from asc.concepts import CONFIDENCE_LINE, GLOBAL, CategoryMap, load_categories
+from asc.corpus.tables import parquet_bytes
 from asc.depth import layer_values
 from asc.errors import CorpusError
 from asc.explain import explain_scored
@@ -66,14 +67,10 @@ def chunk_layers(info: dict, chunk: Sequence[Snippet], lenses: Sequence[LayerSco
 
 def layer_bytes(frames: Sequence[pd.DataFrame]) -> bytes:
     """One chunk's layer rows as the bytes of their Parquet part (to ship them from a Ray actor)."""
-    import io
-
     import pandas as pd
 
-    buf = io.BytesIO()
     frame = pd.concat(list(frames), ignore_index=True) if frames else layer_frame("", np.zeros((0, 0)))
-    frame.to_parquet(buf, index=False)
-    return buf.getvalue()
+    return parquet_bytes(frame)
 
 
 def write_layers(out: Path, part: int, rows: Sequence[pd.DataFrame] | bytes) -> None:

@@ -33,17 +33,26 @@ if TYPE_CHECKING:
 
     from asc.corpus.sources import Snippet
 
-__all__ = ["chunk_tables", "chunk_tables_reference", "parquet_bytes", "prepared_parts", "prepared_tables",
-           "snippet_tables"]
+__all__ = ["ONE_THREAD", "chunk_tables", "chunk_tables_reference", "parquet_bytes", "prepared_parts",
+           "prepared_tables", "snippet_tables"]
+
+#: pyarrow converts a DataFrame of more than 100 rows per column in a thread pool by default; a corpus run converts
+#: its chunks in the job's thread instead. When the server stops (Ctrl-C), Python refuses new pool work before the
+#: app's exit hook lets the running chunk end, and a pooled conversion then failed the run with "cannot schedule new
+#: futures after interpreter shutdown" (tests/e2e/test_stop.py saw it on a slowed machine). The columns are few and
+#: a chunk small: one thread costs nothing measurable.
+ONE_THREAD = 1
 
 
 def parquet_bytes(df: Any) -> bytes:
-    """A DataFrame as the bytes of the Parquet file :func:`write_chunk` would write (to ship it between processes)."""
-    import io
+    """A DataFrame as the bytes of the Parquet file :func:`write_chunk` would write (to ship it between processes):
+    what ``df.to_parquet(index=False)`` writes, converted in the calling thread (:data:`ONE_THREAD`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    buf = io.BytesIO()
-    df.to_parquet(buf, index=False)
-    return buf.getvalue()
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False, nthreads=ONE_THREAD), sink, compression="snappy")
+    return bytes(sink.getvalue().to_pybytes())
 
 
 def snippet_tables(snip: Snippet, ex: Explanation, aggregate: str) -> dict[str, pd.DataFrame]:
@@ -142,8 +151,8 @@ def _tokens_bytes(frame: pd.DataFrame, scored: Sequence[TokenScores], texts: np.
     row = int(full[0])
     sample = frame.iloc[row : row + 1].assign(top_text=[texts[top_ids[row][has_id[row]]].tolist()],
                                               top_prob=[probs[row][has_p[row]].tolist()])
-    schema = pa.Table.from_pandas(sample, preserve_index=False).schema
-    body = pa.Table.from_pandas(frame, preserve_index=False)
+    schema = pa.Table.from_pandas(sample, preserve_index=False, nthreads=ONE_THREAD).schema
+    body = pa.Table.from_pandas(frame, preserve_index=False, nthreads=ONE_THREAD)
 
     def lists(flat: np.ndarray, has: np.ndarray, name: str) -> pa.Array:
         offsets = np.concatenate([[0], np.cumsum(has.sum(1))]).astype(np.int32)

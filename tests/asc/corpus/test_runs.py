@@ -1,5 +1,6 @@
 """asc.corpus.runs: Parquet layout, resume, cut chunks, settings guard, meta.json (Table I: test_summary.py)."""
 
+import io
 import json
 
 import numpy as np
@@ -93,3 +94,29 @@ def test_a_runs_language_is_the_same_from_its_tables_its_digest_and_its_forks(ti
                         load_categories(language))
     fork_table(tmp_path / "run", n_boot=10)
     assert asked == ["java"]
+
+
+def test_chunks_are_written_while_python_shuts_down(tiny, tmp_path, monkeypatch, request):
+    """Ctrl-C on the app: Python refuses new thread-pool work before the app's exit hook lets the running chunk end
+    (tests/e2e/test_stop.py). pyarrow converts a frame of over 100 rows per column in a pool by default, and that
+    chunk then failed the run; the corpus writers convert in their own thread, to the bytes ``to_parquet`` writes."""
+    import concurrent.futures.thread as pool
+
+    from asc.corpus.depth import layer_bytes
+    from asc.corpus.tables import parquet_bytes
+
+    import pyarrow as pa
+
+    frame = pd.DataFrame({"snippet_id": [f"s{i % 7}" for i in range(1000)], "value": np.linspace(0, 1, 1000)})
+    expected = parquet_bytes(frame)
+    assert expected == frame.to_parquet(index=False)
+    cores = pa.cpu_count()  # pyarrow takes OMP_NUM_THREADS (1 in a pytest-xdist worker): the app server's two cores
+    pa.set_cpu_count(2)
+    monkeypatch.setattr(pool, "_shutdown", True)
+    request.addfinalizer(lambda: pa.set_cpu_count(cores))
+    with pytest.raises(RuntimeError, match="after interpreter shutdown"):
+        frame.to_parquet(index=False)  # the failure this guards against
+    assert parquet_bytes(frame) == expected
+    assert pd.read_parquet(io.BytesIO(layer_bytes([frame]))).equals(frame)
+    run_corpus(tiny, corpus_snippets(3), tmp_path / "run", corpus="test", batch_size=3, progress=False)
+    assert len(load_run(tmp_path / "run").snippets) == 3
