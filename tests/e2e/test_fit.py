@@ -26,7 +26,7 @@ import time
 import pytest
 
 from asc.why import DEFAULT_STEPS
-from tests.browser import MODEL_RUN, OUT, choose, click_until, has_chromium, idle, keyed, open_page, rerun
+from tests.browser import MODEL_RUN, OUT, POLL_MS, choose, click_until, has_chromium, idle, keyed, open_page, rerun
 from ui.charts import WINDOW_PX
 
 pytestmark = [pytest.mark.real, pytest.mark.browser, pytest.mark.slow,
@@ -62,6 +62,11 @@ MEASURE = """() => {
 }"""
 
 
+# a chart has drawn, or is no longer shown (removed by a rerun, or in a tab or an expander not shown)
+DRAWN = """(el) => !el.isConnected || el.getClientRects().length === 0
+  || Array.from(el.querySelectorAll('.main-svg')).some((svg) => svg.getClientRects().length > 0)"""
+
+
 def _open(browser, url: str, title: str):
     """A new session on ``url`` at the app's window size, once its title shows and its first run has finished."""
     return open_page(browser, url, title, viewport={"width": WINDOW_PX[0], "height": WINDOW_PX[1]})
@@ -70,6 +75,7 @@ def _open(browser, url: str, title: str):
 def _figures_fit(page, name: str, at_least: int) -> list[dict]:
     """Wait until at least ``at_least`` figures are shown and every chart has drawn, then measure them; assert that
     each lies inside its panel and no table scrolls sideways. Returns the measures."""
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import expect
 
     figures = page.locator("[data-testid='stPlotlyChart'], [data-testid='stDataFrame']")
@@ -77,10 +83,15 @@ def _figures_fit(page, name: str, at_least: int) -> list[dict]:
     deadline = time.monotonic() + WAIT_MS / 1000
     while True:
         idle(page, WAIT_MS)
-        for chart in page.locator("[data-testid='stPlotlyChart']").all():  # charts load lazily: wait for each drawing
-            if chart.is_visible():
-                chart.scroll_into_view_if_needed()
-                expect(chart.locator(".main-svg").first).to_be_visible(timeout=120_000)
+        for chart in page.locator("[data-testid='stPlotlyChart']").element_handles():  # charts load lazily: show
+            # each one, then wait for its drawing; a chart a rerun hid or removed meanwhile is no longer waited on (a
+            # wait on the page's n-th chart could wait on another one, hidden, for the whole time)
+            try:
+                if chart.is_visible():
+                    chart.scroll_into_view_if_needed(timeout=10_000)
+                page.wait_for_function(DRAWN, arg=chart, timeout=120_000, polling=POLL_MS)
+            except PlaywrightError:
+                pass  # measured below: a chart that never draws is reported as missing once the time is up
         measured = page.evaluate(MEASURE)
         # a chart a later run added or redrew (the causal page draws its graph when its estimates come) has not drawn
         # yet: wait for its drawing too; a chart that never draws still fails below, once the time is up
