@@ -10,7 +10,8 @@ the server answers its health check, it prints one line, as ``jupyter lab`` does
     AsC Studio (local mode): http://127.0.0.1:8501/?token=Zp3...
 
 Streamlit's own "You can now view your Streamlit app" line has no token: open the line printed after it.
-The server watches no files (:data:`QUIET_SERVER`, unless the options say otherwise). The launcher stays in the foreground and ends with the server (Ctrl-C stops both).
+The server watches no files and collects no garbage after every script run (:data:`QUIET_SERVER`, unless the
+options say otherwise). The launcher stays in the foreground and ends with the server (Ctrl-C stops both).
 
 ``asc-studio`` (the console script of a pip install, :func:`console`) is this launcher with ``make app``'s settings
 as defaults: ``--server.headless true``, ``--server.port $PORT`` (8501) and ``--server.address $HOST``
@@ -55,13 +56,17 @@ from asc import (
     study_mode,
 )
 
-__all__ = ["app_url", "console", "main"]
+__all__ = ["app_url", "console", "main", "server_options"]
 
 START_TIMEOUT = 180.0  # seconds to wait for the server's health check before giving up on printing
 # an app, not a development server: no watching of the source tree and the runs folder for changes (Streamlit's
 # watchdog rescanned the tree on every inotify queue overflow: half a core with one idle tab, and a log of 61,348
-# "Inotify queue overflowed" lines); a developer who wants reruns on save passes --server.fileWatcherType auto
-QUIET_SERVER = {"--server.fileWatcherType": "none", "--server.runOnSave": "false"}
+# "Inotify queue overflowed" lines); a developer who wants reruns on save passes --server.fileWatcherType auto.
+# No full garbage collection after every script run either (runner.postScriptGC, also off in .streamlit/config.toml
+# for a plain ``streamlit run app.py``): with a model loaded, gc.collect(2) walks half a million objects, 0.3-0.45 s
+# of CPU after every click (a py-spy profile of the browser tests put a fifth of the app server's time there);
+# Python's own collector still runs as objects pile up, and the imports' objects are frozen (ui/preload.py)
+QUIET_SERVER = {"--server.fileWatcherType": "none", "--server.runOnSave": "false", "--runner.postScriptGC": "false"}
 
 
 def _option(args: Sequence[str], name: str, default: str) -> str:
@@ -141,9 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # a clone: the server runs in the clone's folder (``-m`` puts it on sys.path); installed: in this folder, which
     # ``-P`` keeps off sys.path
     python = [sys.executable, "-P"] if APP_INSTALLED else [sys.executable]
-    quiet = [part for name, value in QUIET_SERVER.items() if not _has_option(args, name) for part in (name, value)]
-    proc = subprocess.Popen([*python, "-m", "ui.serve", "--child", "run", str(APP_ROOT / "app.py"), *quiet, *args],
-                            env=env, cwd=None if APP_INSTALLED else APP_ROOT)
+    proc = subprocess.Popen([*python, "-m", "ui.serve", "--child", "run", str(APP_ROOT / "app.py"),
+                             *server_options(args)], env=env, cwd=None if APP_INSTALLED else APP_ROOT)
 
     def forward(signum: int, frame: FrameType | None) -> None:
         proc.send_signal(signum)
@@ -161,6 +165,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return proc.wait()
     except KeyboardInterrupt:  # Ctrl-C reaches both processes: let Streamlit finish
         return proc.wait()
+
+
+def server_options(args: Sequence[str]) -> list[str]:
+    """The server's Streamlit options: :data:`QUIET_SERVER`'s where ``args`` do not give them, then ``args``."""
+    quiet = [part for name, value in QUIET_SERVER.items() if not _has_option(args, name) for part in (name, value)]
+    return [*quiet, *args]
 
 
 def _has_option(args: Sequence[str], name: str) -> bool:

@@ -54,3 +54,25 @@ def test_asc_studio_starts_the_launcher_with_make_apps_settings(monkeypatch, arg
     assert serve.console(args) == 0
     assert seen == [expected]
     assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TOKENIZERS_PARALLELISM"] == "false"
+
+
+@pytest.mark.parametrize("args, gc_option", [
+    ([], ["--runner.postScriptGC", "false"]),
+    (["--runner.postScriptGC", "true"], ["--runner.postScriptGC", "true"]),  # the user's choice is kept
+    (["--runner.postScriptGC=true"], ["--runner.postScriptGC=true"]),
+])
+def test_the_server_collects_no_garbage_after_each_run_unless_asked(args, gc_option):
+    """Streamlit's gc.collect(2) after every script run walks the loaded model's objects: 0.3-0.45 s of CPU per click
+    (ui/serve.py, QUIET_SERVER). make app's server and a plain ``streamlit run app.py`` (its config file) skip it."""
+    import tomllib
+
+    from tests.helpers import ROOT
+    from ui.serve import server_options
+
+    options = server_options(args)
+    gc_at = [i for i, a in enumerate(options) if a.startswith("--runner.postScriptGC")]
+    assert len(gc_at) == 1 and options[gc_at[0]: gc_at[0] + len(gc_option)] == gc_option, options
+    assert options[len(options) - len(args):] == args  # the command line comes last: Streamlit takes the last
+    assert options[options.index("--server.fileWatcherType") + 1] == "none"
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["runner"]["postScriptGC"] is False
