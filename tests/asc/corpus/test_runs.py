@@ -102,10 +102,10 @@ def test_chunks_are_written_while_python_shuts_down(tiny, tmp_path, monkeypatch,
     chunk then failed the run; the corpus writers convert in their own thread, to the bytes ``to_parquet`` writes."""
     import concurrent.futures.thread as pool
 
+    import pyarrow as pa
+
     from asc.corpus.depth import layer_bytes
     from asc.corpus.tables import parquet_bytes
-
-    import pyarrow as pa
 
     frame = pd.DataFrame({"snippet_id": [f"s{i % 7}" for i in range(1000)], "value": np.linspace(0, 1, 1000)})
     expected = parquet_bytes(frame)
