@@ -46,7 +46,7 @@ ONE_THREAD = 1
 
 def parquet_bytes(df: Any) -> bytes:
     """A DataFrame as the bytes of the Parquet file :func:`write_chunk` would write (to ship it between processes):
-    what ``df.to_parquet(index=False)`` writes, converted in the calling thread (:data:`ONE_THREAD`)."""
+    the bytes pandas writes with ``index=False``, converted in the calling thread (:data:`ONE_THREAD`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
