@@ -213,15 +213,24 @@ def idle(page, timeout: float = SHOWN) -> None:
     page.wait_for_function(_IDLE, timeout=timeout, polling=POLL_MS)
 
 
-def rerun(page, action: Callable[[], object], timeout: float = SHOWN) -> None:
+def rerun(page, action: Callable[[], object], timeout: float = SHOWN, tries: int = 3) -> None:
     """Do ``action`` (a click or a key that reruns the script, or a fragment of it) and return once that run has
     finished: one more finished run than before, and none going on. A page from :func:`open_page` only.
 
-    Acts only once no run goes on: a click on an element that a run is about to redraw can be lost."""
-    idle(page, timeout)
-    before = page.evaluate("window.__ascRunsDone || 0")
-    action()
-    finished(page, before, timeout)
+    Acts only once no run goes on: a click on an element that a run is about to redraw can be lost. An action that
+    starts no run within :data:`STARTS` was lost (the run starts in the browser, before any server work: see
+    :func:`started`) and is done again, up to ``tries`` times: the study's "Submit and continue" once started
+    nothing in a clean clone's full suite, and the test waited 420 s for its run."""
+    for attempt in range(tries):
+        idle(page, timeout)
+        counts = _counts(page)
+        action()
+        if started(page, counts):
+            break
+        retried(f"rerun: the action started no run (try {attempt + 1} of {tries})")
+        if attempt == tries - 1:
+            raise AssertionError(f"{tries} tries started no run in the page")
+    finished(page, counts[1], timeout)
 
 
 def finished(page, done: int, timeout: float = SHOWN) -> None:
