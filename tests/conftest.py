@@ -163,6 +163,18 @@ def pytest_runtest_logfinish(nodeid, location):
         log.write(f"{worker}\t{started:.2f}\t{time.time():.2f}\t{nodeid}\n")
 
 
+# ------------------------------------------------------------------------------------------ garbage collection
+
+
+def pytest_collection_finish(session):
+    """What collection imported (torch, transformers, the backend, the test modules: a few hundred thousand objects)
+    lives as long as the session: frozen, Python's full collections stop walking it, as the app server's do
+    (ui/preload.py)."""
+    import gc
+
+    gc.freeze()
+
+
 # ------------------------------------------------------------------------------------------ AppTest modules
 
 
