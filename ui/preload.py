@@ -12,8 +12,8 @@ module's lock, and every other session waits on that lock, then finds the module
 
 The cost: the first page of a fresh server imports what every page needs (a few seconds more once); the pages
 opened after it import nothing. The imported objects are then frozen (``gc.freeze``): they live as long as the
-process, and Python's garbage collector stops walking them. ``ui/__init__.py`` must stay free of imports: a thread that imports ``ui.x``
-while another runs ``ui``'s ``__init__`` would not wait for it.
+process, and Python's garbage collector stops walking them. ``ui/__init__.py`` must stay free of imports: a thread
+that imports ``ui.x`` while another runs ``ui``'s ``__init__`` would not wait for it.
 """
 
 from __future__ import annotations

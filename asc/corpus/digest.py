@@ -38,6 +38,7 @@ import numpy as np
 
 from asc.concepts import language_of
 from asc.corpus.folder import RunMeta
+from asc.corpus.tables import ONE_THREAD
 from asc.errors import CorpusError
 
 __all__ = ["DIGEST", "RunDigest", "digest_bytes", "digest_table", "read_digest"]
@@ -55,7 +56,7 @@ def digest_table(nodes: Any, snippet_ids: Sequence[str], languages: Sequence[str
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    table = nodes if isinstance(nodes, pa.Table) else pa.Table.from_pandas(nodes, preserve_index=False, nthreads=1)
+    table = nodes if isinstance(nodes, pa.Table) else pa.Table.from_pandas(nodes, preserve_index=False, nthreads=ONE_THREAD)
     table = table.select(["snippet_id", "category", "type", "value"])
     keep = pc.and_(pc.is_valid(table["category"]), pc.invert(pc.is_nan(pc.fill_null(table["value"], float("nan")))))
     table = table.filter(keep)

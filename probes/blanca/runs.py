@@ -111,7 +111,9 @@ def _write(path: Path, frame: pd.DataFrame, digest: str) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pandas(frame, preserve_index=False, nthreads=1)  # one thread: asc.corpus.tables.ONE_THREAD
+    from asc.corpus.tables import ONE_THREAD
+
+    table = pa.Table.from_pandas(frame, preserve_index=False, nthreads=ONE_THREAD)  # in the job's thread
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"asc-blanca-digest": digest.encode()})
     write_atomic(path, lambda tmp: pq.write_table(table, tmp))
 
