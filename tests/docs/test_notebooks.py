@@ -1,14 +1,18 @@
 """The example notebooks (docs/notebooks/): committed without outputs, and each runs top to bottom on a real
 Jupyter kernel (nbclient + ipykernel) with the real SmolLM2, a cell that raises failing the test.
 
-The kernel is this test's own: a kernelspec written into a temporary folder named first on ``JUPYTER_PATH``, whose
+The kernel is this module's own: a kernelspec written into a temporary folder named first on ``JUPYTER_PATH``, whose
 command is this interpreter (``sys.executable -m ipykernel_launcher``), so nothing is registered on the machine and
 no other Python's kernel named ``python3`` is picked up; a first cell the test adds prints the kernel's
 ``sys.executable`` to check it. The kernel inherits the test process's environment (``HF_HUB_OFFLINE=1`` and the
-checkout on ``PYTHONPATH``: tests/conftest.py) and runs in a temporary folder, so a notebook that writes (the corpus
-run's folder) writes there, never into the checkout.
-"""
+checkout on ``PYTHONPATH``: tests/conftest.py).
 
+One kernel runs the notebooks one after another (a kernel's start and its imports of torch, transformers and the
+backend cost seconds of CPU each): the first cell the test adds moves the kernel into the notebook's own temporary
+folder (a notebook that writes, the corpus run's folder, writes there, never into the checkout) and ends with
+``%reset -f``, so each notebook starts with an empty namespace and must import and load all it uses, as after a
+restart. A kernel that died is started again.
+"""
 from __future__ import annotations
 
 import json
@@ -45,16 +49,41 @@ def test_committed_without_outputs(path):
     assert book.metadata["kernelspec"]["name"] == "python3"
 
 
-@pytest.fixture
-def kernel(tmp_path, monkeypatch) -> str:
-    """A kernelspec running this interpreter, found first (JUPYTER_PATH); returns its name."""
-    spec = tmp_path / "jupyter" / "kernels" / KERNEL
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    """A kernel running this interpreter (a kernelspec found first on JUPYTER_PATH), shared by the module's
+    notebooks: yields ``(manager, client)``."""
+    from jupyter_client.manager import KernelManager
+
+    folder = tmp_path_factory.mktemp("jupyter")
+    spec = folder / "kernels" / KERNEL
     spec.mkdir(parents=True)
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "AsC Studio tests", "language": "python"}))
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
-    return KERNEL
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JUPYTER_PATH", str(folder))
+        km = KernelManager(kernel_name=KERNEL)
+        km.start_kernel(cwd=str(folder))
+        kc = km.client()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=120)
+        state = {"km": km, "kc": kc}
+
+        def alive() -> tuple:
+            if not state["km"].is_alive():  # a notebook killed it: the next one gets a fresh kernel
+                state["kc"].stop_channels()
+                state["km"].restart_kernel(now=True)
+                state["kc"] = state["km"].client()
+                state["kc"].start_channels()
+                state["kc"].wait_for_ready(timeout=120)
+            return state["km"], state["kc"]
+
+        try:
+            yield alive
+        finally:
+            state["kc"].stop_channels()
+            state["km"].shutdown_kernel(now=True)
 
 
 @pytest.mark.real
@@ -65,11 +94,15 @@ def test_notebook_runs_on_a_real_kernel(path, kernel, tmp_path):
     from nbformat.v4 import new_code_cell
 
     book = nbformat.read(path, as_version=4)
-    book.cells.insert(0, new_code_cell("import sys\nprint(sys.executable)"))
     work = tmp_path / "work"
     work.mkdir()
-    NotebookClient(book, kernel_name=kernel, timeout=600, resources={"metadata": {"path": str(work)}}).execute()
-    assert book.cells[0].outputs[0]["text"].strip() == sys.executable  # this venv's Python ran it
+    book.cells.insert(0, new_code_cell(f"import os, sys\nos.chdir({str(work)!r})\nprint(sys.executable, os.getcwd())\n"
+                                       "%reset -f"))
+    km, kc = kernel()
+    client = NotebookClient(book, km=km, kernel_name=KERNEL, timeout=600)
+    client.kc = kc  # the module's kernel and client: nbclient neither starts nor stops them
+    client.execute()
+    assert book.cells[0].outputs[0]["text"].split() == [sys.executable, str(work)]  # this venv's Python, its folder
     code = [cell for cell in book.cells if cell.cell_type == "code"]
     assert all(cell.execution_count is not None for cell in code)
     assert not [out for cell in code for out in cell.outputs if out.get("output_type") == "error"]

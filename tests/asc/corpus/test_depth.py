@@ -1,5 +1,6 @@
 """Per-layer corpus runs (asc.corpus.depth): ``--layers`` adds a layers/ table whose output layer equals the nodes
-table, the summary's medians come from it, a run keeps its --layers setting, and Ray writes the same table."""
+table, the summary's medians come from it and a run keeps its --layers setting (Ray writes the same table:
+tests/asc/corpus/test_engines.py)."""
 
 from __future__ import annotations
 
@@ -89,21 +90,6 @@ def test_cli_eval_layers_prints_the_layer_summary(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "per layer (logit lens, layer 0 = embeddings, 2 = output)" in printed and "L1:" in printed
     assert (out / "layers.csv").is_file()
-
-
-@pytest.mark.slow
-def test_ray_writes_the_same_layers(ray_local, layered, snippets, tmp_path):
-    """One actor (each starts torch and the model): the layers table travels the engine's path; two actors sharing a
-    run write the local engine's folder (tests/asc/corpus/test_engines.py)."""
-    from asc.corpus.engines import run_corpus_ray
-
-    out = run_corpus_ray("tiny-random", snippets, tmp_path / "ray", corpus="humaneval", batch_size=4, workers=1,
-                         progress=False, layers=True)
-    keys = ["snippet_id", "layer", "node"]
-    a = pd.read_parquet(layered / "layers").sort_values(keys).reset_index(drop=True)
-    b = pd.read_parquet(out / "layers").sort_values(keys).reset_index(drop=True)
-    pd.testing.assert_frame_equal(a, b)
-    assert load_run(out).meta.settings.per_layer is True
 
 
 def test_cli_compare_adds_crossings_of_layer_runs_and_refuses_a_run_twice(layered, tiny, snippets, tmp_path, capsys):

@@ -1,6 +1,7 @@
 """asc.corpus.engines: a Ray run (local Ray, two actors sharing its chunks) writes the local engine's run folder
-value for value, and a run stopped under one engine resumes under the other without duplicates; ``import asc``
-leaves Ray out.
+value for value, with ``--per-layer`` and ``--forks`` too, and a run stopped under one engine resumes under the other
+without duplicates; ``import asc`` leaves Ray out. Every Ray test of the corpus runs is here, so that a worker starts
+one local Ray for them all (tests/asc/corpus/conftest.py).
 
 Each actor imports torch and transformers and loads the model (seconds of CPU), so only the first test starts two;
 the others need one actor to make their claim."""
@@ -11,6 +12,7 @@ import sys
 import pandas as pd
 import pytest
 
+from asc.branching.forks import ForkSettings
 from asc.corpus import load_run, run_corpus
 from asc.corpus.sources import load_corpus
 from tests.helpers import ROOT
@@ -18,6 +20,7 @@ from tests.helpers import ROOT
 KEYS = {"snippets": ["id"], "tokens": ["snippet_id", "index"], "nodes": ["snippet_id", "id"],
         "concepts": ["snippet_id", "kind", "name"]}
 N = 12
+FORKS = ForkSettings(max_margin=0.0004, min_entropy=100.0)  # about half the tiny model's tokens (as test_forks.py)
 
 
 def _assert_same_run(a, b, exact: bool = True) -> None:
@@ -94,6 +97,28 @@ def test_runs_resume_across_engines(ray_local, tiny, reference, snippets, tmp_pa
     resumed = load_run(tmp_path / "b")
     assert resumed.meta.finished
     _assert_same_run(reference, resumed)  # the same chunks as the reference run: exact
+
+
+@pytest.mark.slow
+def test_ray_writes_the_same_layers_and_forks(ray_local, tiny, tmp_path):
+    """One actor (each starts torch and the model) and one local run, both with ``--per-layer`` and ``--forks``:
+    the layers/ and forks/ tables travel the engine's path and equal the local engine's, with the tokens and nodes
+    they come with (two actors sharing a run: the first test)."""
+    from asc.corpus.engines import run_corpus_ray
+
+    few = load_corpus("humaneval", limit=6)
+    local = tmp_path / "local"
+    run_corpus(tiny, few, local, corpus="humaneval", batch_size=4, progress=False, layers=True, forks=FORKS)
+    out = run_corpus_ray("tiny-random", few, tmp_path / "ray", corpus="humaneval", batch_size=4, workers=1,
+                         progress=False, layers=True, forks=FORKS)
+    order = {"layers": ["snippet_id", "layer", "node"], "forks": ["snippet_id", "category"],
+             "tokens": ["snippet_id", "index"], "nodes": ["snippet_id", "id"]}
+    for table, keys in order.items():
+        a = pd.read_parquet(local / table).sort_values(keys).reset_index(drop=True)
+        b = pd.read_parquet(out / table).sort_values(keys).reset_index(drop=True)
+        pd.testing.assert_frame_equal(a, b, obj=table)
+    settings = load_run(out).meta.settings
+    assert settings.per_layer is True and settings.forks == load_run(local).meta.settings.forks
 
 
 def test_import_asc_does_not_import_ray():

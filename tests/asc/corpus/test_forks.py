@@ -1,5 +1,5 @@
 """Fork points in corpus runs (asc.corpus.forks): what ``--forks`` stores, the fork table and its bootstrap, the
-thresholds as settings, Ray writing the same, and the CLI."""
+thresholds as settings, and the CLI (Ray writes the same tables: tests/asc/corpus/test_engines.py)."""
 
 from __future__ import annotations
 
@@ -218,20 +218,6 @@ def test_a_stopped_run_resumes_to_the_same_forks(forked, tiny, snippets, tmp_pat
         run_corpus(tiny, snippets, out, corpus="humaneval", batch_size=4, progress=False, forks=ForkSettings())
     run_corpus(tiny, snippets, out, corpus="humaneval", batch_size=4, progress=False, forks=MID)
     pd.testing.assert_frame_equal(pd.read_parquet(out / "forks"), pd.read_parquet(forked / "forks"))
-
-
-@pytest.mark.slow
-def test_ray_writes_the_same_forks(ray_local, forked, snippets, tmp_path):
-    """One actor (each starts torch and the model): the forks table travels the engine's path; two actors sharing a
-    run write the local engine's folder (tests/asc/corpus/test_engines.py)."""
-    from asc.corpus.engines import run_corpus_ray
-
-    out = run_corpus_ray("tiny-random", snippets, tmp_path / "ray", corpus="humaneval", batch_size=4, workers=1,
-                         progress=False, forks=MID)
-    for table in ("forks", "tokens", "nodes"):
-        a, b = pd.read_parquet(forked / table), pd.read_parquet(out / table)
-        pd.testing.assert_frame_equal(a, b)
-    assert load_run(out).meta.settings.forks == load_run(forked).meta.settings.forks
 
 
 def test_cli_eval_forks_prints_the_fork_table(tmp_path, capsys):
