@@ -4,7 +4,7 @@ once per pytest-xdist worker); small real runs.
 The real runs are session fixtures built once for the whole session with :func:`tests.helpers.built_once`: the first pytest-xdist
 worker that asks builds the folder under a lock, the other waits for it (pytest-xdist's recipe for a session
 fixture), and each worker gets a copy of its own (the app and the pages may write caches into a run folder), except
-:func:`humaneval40` (a minute of SmolLM2), which tests only read.
+:func:`humaneval30` (half a minute of SmolLM2), which tests only read.
 
 Every test runs offline (``HF_HUB_OFFLINE=1`` is set before transformers is imported).
 
@@ -238,16 +238,17 @@ def runs_dir(tmp_path_factory, request):
 
 
 @pytest.fixture(scope="session")
-def humaneval40(tmp_path_factory, request):
-    """The run folder of the real SmolLM2 on the first 40 HumanEval problems (the eval demo's run; tests: ``real``),
-    built once per session (:func:`tests.helpers.built_once`); tests only read it."""
+def humaneval30(tmp_path_factory, request):
+    """The run folder of the real SmolLM2 on the first 30 HumanEval problems (tests: ``real``), built once per session
+    (:func:`tests.helpers.built_once`); tests only read it. 30 is the causal estimate's minimum of snippets
+    (:data:`asc.causal.MIN_SNIPPETS`); the Global demo runs the first 40 (tests/e2e/test_browser.py)."""
     def build(root: Path) -> None:
         from asc import load_corpus, run_corpus
 
-        run_corpus(request.getfixturevalue("smol"), load_corpus("humaneval", limit=40), root / "smol",
+        run_corpus(request.getfixturevalue("smol"), load_corpus("humaneval", limit=30), root / "smol",
                    corpus="humaneval", progress=False)
 
-    return built_once(request, tmp_path_factory, "humaneval40", build, copy=False) / "smol"
+    return built_once(request, tmp_path_factory, "humaneval30", build, copy=False) / "smol"
 
 
 @pytest.fixture(scope="session")

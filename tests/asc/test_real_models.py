@@ -104,11 +104,11 @@ def test_gemma_bos_gets_no_prediction_and_first_token_does(gemma):
     assert 0 not in set(binding_pairs(ex.alignment)[1].tolist())  # BOS is never bound to a node
 
 
-def test_humaneval_scope_above_natural_language(humaneval40):
-    run = load_run(humaneval40)  # SmolLM2 on the first 40 HumanEval problems (tests/conftest.py)
+def test_humaneval_scope_above_natural_language(humaneval30):
+    run = load_run(humaneval30)  # SmolLM2 on the first 30 HumanEval problems (tests/conftest.py)
     from asc.corpus.runs import load_digest
 
-    assert len(run.snippets) == 40
+    assert len(run.snippets) == 30
     table = category_table(load_digest(run.path), ["Scope", "Natural Language"], n_boot=300).set_index("category")
     assert table.loc["Scope", "median"] > table.loc["Natural Language", "median"]
     assert table.loc["Scope", "ci_low"] > table.loc["Natural Language", "ci_high"]
