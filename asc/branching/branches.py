@@ -46,7 +46,7 @@ from asc.kvcache import continue_from, keep_rows, padded_rows, run_prefix
 from asc.models import ModelBundle
 from asc.scores import encode
 
-__all__ = ["MAX_EXPLORE", "PREFIX_SLOTS", "Branch", "PrefixCache", "branch", "check_choice",
+__all__ = ["MAX_EXPLORE", "PREFIX_SLOTS", "Branch", "PrefixCache", "branch", "check_choice", "check_text",
            "explore_forks", "mean_value", "prefix_cache"]
 
 MAX_EXPLORE = 8  # most branches explore_forks makes in one call
@@ -140,6 +140,12 @@ def _trunk(bundle: ModelBundle, trunk: Completion | Branch | str, language: str)
                       stop_reason="max_new_tokens"), text
 
 
+def check_text(token: str | None) -> None:
+    """Refuse an empty typed replacement (what can be refused before a model is loaded)."""
+    if token is not None and not token:
+        raise InputError("the replacement text is empty: type at least one character")
+
+
 def check_choice(bundle: ModelBundle, choose: int | None, token: str | None) -> list[int] | None:
     """Refuse a bad choice before any model call; the typed text's ids (None for ``choose``)."""
     if (choose is None) == (token is None):
@@ -150,8 +156,7 @@ def check_choice(bundle: ModelBundle, choose: int | None, token: str | None) -> 
             raise InputError(f"choice {choose} is not a rank of the model's {vocab}-token vocabulary: "
                              f"choose from 1 (its first choice) to {vocab}")
         return None
-    if not token:
-        raise InputError("the replacement text is empty: type at least one character")
+    check_text(token)
     ids = bundle.tokenizer(token, add_special_tokens=False)["input_ids"]
     if set(ids) & set(bundle.tokenizer.all_special_ids):
         raise InputError("the replacement text holds a special token (such as <|endoftext|>): type code only")

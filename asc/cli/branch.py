@@ -60,7 +60,7 @@ def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
 
 def execute(args: argparse.Namespace) -> int:
     """Generate the trunk and the branch, and print the report (or the JSON object)."""
-    from asc.branching.branches import branch, check_choice, mean_value
+    from asc.branching.branches import branch, check_choice, check_text, mean_value
     from asc.branching.treediff import ast_diff
     from asc.errors import InputError
     from asc.generate import Decoding, complete, explain_completion
@@ -70,6 +70,7 @@ def execute(args: argparse.Namespace) -> int:
     if not text[:offset].strip():
         raise InputError(f"there is no code before --at {args.at[0]}:{args.at[1]}: give a position after some code")
     Decoding(args.max_new, args.temperature, args.top_p)  # refuse bad settings before loading the model
+    check_text(args.token)
     bundle = load_bundle(args)
     check_choice(bundle, args.choose, args.token)  # before the model generates anything
     decoding = {"temperature": args.temperature, "top_p": args.top_p, "seed": args.seed, "language": args.language}

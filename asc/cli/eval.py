@@ -87,13 +87,14 @@ def execute(args: argparse.Namespace) -> int:
     """Run (or resume) the corpus, then print and write its summaries; 130 when interrupted."""
     from asc.corpus import category_table, load_run, run_corpus
     from asc.corpus.forks import cli_settings
-    from asc.corpus.runs import load_digest
+    from asc.corpus.runs import check_out, load_digest
     from asc.corpus.sources import load_corpus
 
     forks = cli_settings(args.forks, args.fork_margin, args.fork_entropy)  # bad thresholds: before anything loads
     # load_corpus refuses --min-lines above --max-lines before it reads anything (check_line_range)
     snippets = load_corpus(args.corpus, limit=args.limit, min_lines=args.min_lines, max_lines=args.max_lines)
     out = Path(args.out)
+    check_out(out, snippets)  # a bad --out: before the model loads
     t0 = time.perf_counter()
     settings: dict[str, Any] = {"corpus": args.corpus, "aggregate": args.aggregate, "options": align_options(args),
                                 "batch_size": args.batch_size, "max_window": args.max_window,

@@ -73,8 +73,8 @@ from asc.lens import lens_scores
 from asc.models import ModelBundle
 from asc.scores import score_texts
 
-__all__ = ["TABLES", "RunData", "RunPlan", "chunk_tables", "done_ids", "finish_run", "load_digest", "load_run",
-           "open_run", "parquet_bytes", "plan_run", "progress_bar", "run_corpus", "write_chunk"]
+__all__ = ["TABLES", "RunData", "RunPlan", "check_out", "chunk_tables", "done_ids", "finish_run", "load_digest",
+           "load_run", "open_run", "parquet_bytes", "plan_run", "progress_bar", "run_corpus", "write_chunk"]
 
 log = logging.getLogger(__name__)
 TABLES = CORE_TABLES  # write order: snippets last marks a chunk done (asc.corpus.folder registers every table)
@@ -151,12 +151,31 @@ def done_ids(out: Path) -> tuple[dict[str, str], int]:
         for p in (out / table).glob("part-*.parquet"):
             if p.stem not in done_parts:
                 p.unlink()
+    numbers = [int(s.split("-")[1]) for s in done_parts]
+    return _done(out), (max(numbers) + 1 if numbers else 0)
+
+
+def _done(out: Path) -> dict[str, str]:
     done: dict[str, str] = {}
     for p in sorted((out / "snippets").glob("part-*.parquet")):
         df = _read_part(out, p, "snippets", ["id", "source"])
         done.update(zip(df["id"].astype(str), map(source_digest, df["source"].astype(str)), strict=True))
-    numbers = [int(s.split("-")[1]) for s in done_parts]
-    return done, (max(numbers) + 1 if numbers else 0)
+    return done
+
+
+def check_out(out: str | Path, snippets: Sequence[Snippet]) -> None:
+    """Refuse what a run into ``out`` would refuse that needs no model, before one is loaded (the CLI's seconds): a
+    path under a file, a folder another writer holds, a folder of another corpus. It writes nothing; the run checks
+    all again under its lock."""
+    out = Path(out)
+    under = next((p for p in (out, *out.parents) if p.exists()), None)
+    if under is not None and not under.is_dir():
+        raise CorpusError(f"cannot create the run folder {out} ({under} is a file): give another --out")
+    if (out / ".lock").is_file():
+        with writer_lock(out):
+            pass
+    if (out / "snippets").is_dir():
+        check_corpus(out, _done(out), snippets)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from asc.branching.forks import ForkSettings
 from asc.concepts import load_categories
 from asc.corpus import load_run, run_corpus
 from asc.corpus.forks import fork_table
-from asc.corpus.runs import load_digest
+from asc.corpus.runs import check_out, load_digest
 from asc.corpus.sources import Snippet
 from asc.errors import CorpusError
 from asc.explain import explain
@@ -120,3 +120,29 @@ def test_chunks_are_written_while_python_shuts_down(tiny, tmp_path, monkeypatch,
     assert pd.read_parquet(io.BytesIO(layer_bytes([frame]))).equals(frame)
     run_corpus(tiny, corpus_snippets(3), tmp_path / "run", corpus="test", batch_size=3, progress=False)
     assert len(load_run(tmp_path / "run").snippets) == 3
+
+
+def test_check_out_refuses_without_a_model_what_the_run_would_refuse(tiny, tmp_path):
+    """The CLI calls it before loading the model: a path under a file, a folder another writer holds and a folder of
+    another corpus are refused as the run refuses them; a new path, or the same corpus again, passes and nothing is
+    written."""
+    import fcntl
+
+    snippets = corpus_snippets(2)
+    check_out(tmp_path / "new" / "run", snippets)
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "file").write_text("x")
+    for out in (tmp_path / "file", tmp_path / "file" / "run"):
+        with pytest.raises(CorpusError, match="is a file\\): give another --out"):
+            check_out(out, snippets)
+    done = tmp_path / "done"
+    run_corpus(tiny, snippets, done, progress=False)
+    before = sorted(p.relative_to(done) for p in done.rglob("*"))
+    check_out(done, snippets)  # the same corpus: it resumes
+    with pytest.raises(CorpusError, match="another corpus"):
+        check_out(done, snippets[1:])  # s0 is done, and not in this plan
+    with (done / ".lock").open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(CorpusError, match="another evaluation is writing"):
+            check_out(done, snippets)
+    assert sorted(p.relative_to(done) for p in done.rglob("*")) == before
