@@ -324,9 +324,12 @@ def load_model(spec: str = DEFAULT_MODEL, *, trust_remote_code: bool = False, de
 
 def check_spec(spec: str) -> None:
     """UnknownModelError unless ``spec`` has one of :func:`load_model`'s forms: an embedded name, a .gguf path, a
-    folder or a hub id (whether the file or the hub model exists is left to the load). Imports no torch."""
+    folder or a hub id (whether the file or the hub model exists is left to the load; a .gguf file that does not start
+    as one is refused here). Imports no torch."""
     text = (spec or "").strip()
     path = Path(os.path.expanduser(text))
+    if path.suffix.lower() == ".gguf" and path.is_file() and text not in EMBEDDED:
+        _check_gguf_magic(path)  # a file that is no GGUF at all: refused before the imports too
     if text in EMBEDDED or path.suffix.lower() == ".gguf" or path.is_dir():
         return
     if _HUB_ID.match(text) and not text.startswith((".", "/", "~")):

@@ -59,6 +59,19 @@ def test_a_fake_or_truncated_gguf_names_the_file_and_the_fix(tmp_path, content):
     assert sorted(p.name for p in folder.iterdir()) == ["model.gguf"]
 
 
+def test_a_file_that_is_no_gguf_is_refused_before_torch_is_imported(tmp_path):
+    """``check_spec`` (what ``load_model`` and the Ray actors call first) reads the file's first bytes: a .gguf that is
+    no GGUF at all costs no seconds of imports."""
+    model = tmp_path / "model.gguf"
+    model.write_bytes(FAKE_GGUFS["text"])
+    code = ("import sys\nfrom asc.errors import ModelLoadError\nfrom asc.models import check_spec\n"
+            f"try:\n    check_spec({str(model)!r})\nexcept ModelLoadError as err:\n    print(err)\n"
+            "sys.exit(2 if 'torch' in sys.modules else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert str(model) in proc.stdout and "not a GGUF file" in proc.stdout
+
+
 def test_a_fake_gguf_raises_model_load_error_in_process(tmp_path):
     from asc.errors import ModelLoadError
     from asc.models import load_model
